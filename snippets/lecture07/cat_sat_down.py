@@ -1,0 +1,43 @@
+"""第 2.3 节：用 4 个词（the cat sat down）、d = 4、d_k = d_v = 3 一步一步算自注意力。
+
+参数是随机的（固定种子），所以权重没有语言学含义；这里要看的是每个矩阵的形状和数值怎样
+一步步得到，并验证“逐词循环”和“矩阵一次算完”的结果一致。
+"""
+
+import numpy as np
+
+from transformer_book.attention_numpy import self_attention, self_attention_loop
+from transformer_book.book import Table, Value
+
+WORDS = ["the", "cat", "sat", "down"]
+D, D_K = 4, 3
+
+
+def matrix_table(matrix, row_names, col_names, fmt=".3f"):
+    """把一个矩阵变成表：每行以一个词开头。"""
+    rows = [[name, *values] for name, values in zip(row_names, matrix)]
+    return Table(columns=["", *col_names], rows=rows, formats=["", *[fmt] * len(col_names)])
+
+
+def compute():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((len(WORDS), D))  # (n, d) 词向量
+    W_q, W_k, W_v = (rng.standard_normal((D, D_K)) for _ in range(3))  # (d, d_k)
+    trace = self_attention(X, W_q, W_k, W_v)
+    looped = self_attention_loop(X, W_q, W_k, W_v)
+    max_diff = float(np.abs(trace.output - looped).max())
+    assert max_diff < 1e-12, "逐词循环和矩阵形式的结果应当一致"
+    dims = [f"第 {i + 1} 维" for i in range(D_K)]
+    return {
+        "queries": matrix_table(trace.Q, WORDS, dims),
+        "scores": matrix_table(trace.scores, WORDS, WORDS),
+        "weights": matrix_table(trace.weights, WORDS, WORDS),
+        "outputs": matrix_table(trace.output, WORDS, dims),
+        "loop_matrix_max_diff": Value(max_diff, ".1e"),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

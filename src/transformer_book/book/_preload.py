@@ -1,0 +1,25 @@
+"""Imported once by the forkserver, so that every snippet process starts with the heavy libraries loaded.
+
+Thread counts are fixed here, before torch starts its thread pools: a snippet's numbers must not depend on
+how many cores the machine has or how many snippets run side by side.
+"""
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot  # noqa: E402,F401
+import numpy  # noqa: E402,F401
+
+try:
+    import torch  # noqa: E402
+
+    torch.set_num_threads(1)
+except ImportError:  # pragma: no cover - torch is a dependency, but the engine does not need it
+    pass
+
+from . import execute  # noqa: E402,F401

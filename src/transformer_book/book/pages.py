@@ -1,0 +1,166 @@
+"""The page syntax: finding references to snippet results in Markdown, and rendering them.
+
+Three forms, all between ``{{ `` and `` }}`` (the space after ``{{`` is part of the syntax, so LaTeX's
+``{{`` is never mistaken for a reference); fenced code blocks and inline code spans are left alone:
+
+- a block on a line of its own places a table or a figure, with an optional caption::
+
+      {{ table soft_lookup:lookup "表 2-1　三个查询的软查找" }}
+      {{ figure scaling_study:curves "图 3-1　缩放前后" }}
+
+- a block that shows a snippet's source as a collapsible listing::
+
+      {{ source soft_lookup }}
+
+- an inline value inside a sentence, with an optional format spec::
+
+      第一个查询的输出是 {{ soft_lookup:first_output | .2f }}。
+
+A snippet id without a ``/`` is looked up in the folder of ``snippets/`` that has the page's folder name
+(``docs/lecture07/x.md`` → ``snippets/lecture07/``); ``lecture07/soft_lookup`` is always absolute.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+_ID = r"[\w][\w./-]*"
+BLOCK_RE = re.compile(
+    rf'^(?P<indent>[ \t]*)\{{\{{\s+(?P<kind>table|figure)\s+(?P<snippet>{_ID}):(?P<key>\w+)'
+    rf'(?:\s+"(?P<caption>[^"]*)")?\s*\}}\}}\s*$'
+)
+SOURCE_RE = re.compile(rf"^(?P<indent>[ \t]*)\{{\{{\s+source\s+(?P<snippet>{_ID})\s*\}}\}}\s*$")
+INLINE_RE = re.compile(rf"\{{\{{\s+(?P<snippet>{_ID}):(?P<key>\w+)\s*(?:\|\s*(?P<fmt>[^\s}}]+)\s*)?\}}\}}")
+OPENER_RE = re.compile(r"\{\{\s")
+FENCE_RE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
+CODE_SPAN_RE = re.compile(r"(`+)(?:.+?)\1")
+
+
+class PageRefError(Exception):
+    """A reference that cannot be resolved; ``where`` is ``page:line``."""
+
+    def __init__(self, where: str, message: str) -> None:
+        super().__init__(f"{where}: {message}")
+        self.where = where
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Ref:
+    page: str  # docs-relative path of the page
+    line: int  # 1-based line in the page's source file
+    kind: str  # "table" | "figure" | "source" | "value"
+    snippet: str  # resolved snippet id
+    key: str = ""
+    fmt: str | None = None
+    caption: str | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def resolve_id(snippet: str, page: str) -> str:
+    if "/" in snippet:
+        return snippet
+    folder = posixpath.dirname(page)
+    return f"{folder}/{snippet}" if folder else snippet
+
+
+def _prose_lines(markdown: str) -> Iterator[tuple[int, str, bool]]:
+    """Yield (index, line, in_code) for each line, tracking fenced code blocks."""
+    fence: str | None = None
+    for i, line in enumerate(markdown.split("\n")):
+        m = FENCE_RE.match(line)
+        if fence is None and m:
+            fence = m.group("fence")
+            yield i, line, True
+        elif fence is not None:
+            if m and m.group("fence")[0] == fence[0] and len(m.group("fence")) >= len(fence) and line.strip() == m.group("fence"):
+                fence = None
+            yield i, line, True
+        else:
+            yield i, line, False
+
+
+def _split_code_spans(line: str) -> list[tuple[str, bool]]:
+    parts: list[tuple[str, bool]] = []
+    pos = 0
+    for m in CODE_SPAN_RE.finditer(line):
+        parts.append((line[pos : m.start()], False))
+        parts.append((m.group(0), True))
+        pos = m.end()
+    parts.append((line[pos:], False))
+    return parts
+
+
+def find_refs(markdown: str, page: str, line_offset: int = 0) -> list[Ref]:
+    """All references in a page, in order. A malformed ``{{ …`` raises with page:line."""
+    refs: list[Ref] = []
+    for i, line, in_code in _prose_lines(markdown):
+        if in_code:
+            continue
+        lineno = i + 1 + line_offset
+        where = f"{page}:{lineno}"
+        if m := BLOCK_RE.match(line):
+            refs.append(Ref(page, lineno, m["kind"], resolve_id(m["snippet"], page), m["key"], None, m["caption"]))
+            continue
+        if m := SOURCE_RE.match(line):
+            refs.append(Ref(page, lineno, "source", resolve_id(m["snippet"], page)))
+            continue
+        for text, is_code in _split_code_spans(line):
+            if is_code:
+                continue
+            matched = 0
+            for m in INLINE_RE.finditer(text):
+                matched += 1
+                refs.append(Ref(page, lineno, "value", resolve_id(m["snippet"], page), m["key"], m["fmt"]))
+            if len(OPENER_RE.findall(text)) > matched:
+                raise PageRefError(
+                    where,
+                    "malformed reference: expected {{ snippet:key }} or {{ snippet:key | fmt }} inline, or "
+                    '{{ table|figure snippet:key "caption" }} / {{ source snippet }} on a line of its own',
+                )
+    return refs
+
+
+Renderer = Callable[[Ref], str]
+
+
+def render(markdown: str, page: str, line_offset: int, render_ref: Renderer) -> str:
+    """Replace every reference by what ``render_ref`` returns (block output is indented like the line)."""
+    lines = markdown.split("\n")
+    for i, line, in_code in _prose_lines(markdown):
+        if in_code:
+            continue
+        lineno = i + 1 + line_offset
+        m = BLOCK_RE.match(line)
+        if m:
+            ref = Ref(page, lineno, m["kind"], resolve_id(m["snippet"], page), m["key"], None, m["caption"])
+        elif m := SOURCE_RE.match(line):
+            ref = Ref(page, lineno, "source", resolve_id(m["snippet"], page))
+        else:
+            ref = None
+        if ref is not None:
+            indent = m["indent"]
+            block = render_ref(ref)
+            lines[i] = "\n".join((indent + b) if b else b for b in block.split("\n"))
+            continue
+        if not OPENER_RE.search(line):
+            continue
+        out = []
+        for text, is_code in _split_code_spans(line):
+            if is_code:
+                out.append(text)
+                continue
+
+            def _inline(mm: re.Match[str]) -> str:
+                r = Ref(page, lineno, "value", resolve_id(mm["snippet"], page), mm["key"], mm["fmt"])
+                return render_ref(r)
+
+            out.append(INLINE_RE.sub(_inline, text))
+        lines[i] = "".join(out)
+    return "\n".join(lines)

@@ -1,0 +1,102 @@
+"""Human-readable reports: drift, snippet errors, record problems, and the timing table."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+from .records import Change
+from .session import BuildState
+
+ACCEPT = "python -m transformer_book accept"
+RUN = "python -m transformer_book run"
+
+Usage = dict[tuple[str, str], list[str]]  # (snippet, result key) -> ["page.md:12", …]
+
+
+def _pages(usage: Usage, snippet: str, key: str | None = None) -> list[str]:
+    if key is not None:
+        return usage.get((snippet, key), [])
+    return sorted({w for (s, _), ws in usage.items() if s == snippet for w in ws})
+
+
+def drift_report(state: BuildState, usage: Usage) -> str:
+    if not state.drift:
+        return ""
+    by_snippet: dict[str, list[Change]] = defaultdict(list)
+    for ch in state.drift:
+        by_snippet[ch.snippet].append(ch)
+    lines = [f"Drift: {len(state.drift)} recorded value(s) changed in {len(by_snippet)} snippet(s)."]
+    for sid, changes in by_snippet.items():
+        snip = state.snippets[sid].snippet
+        lines.append(f"  {snip.path.as_posix()}  (record {snip.record_path.name})")
+        for ch in changes[:20]:
+            lines.append(f"    {ch.describe()}")
+            pages = _pages(usage, sid, ch.result)
+            lines.append(f"      shown at: {', '.join(pages) if pages else '(no page shows it)'}")
+        if len(changes) > 20:
+            lines.append(f"    … and {len(changes) - 20} more")
+    lines.append("Inspect a snippet's fresh results with:  " + f"{RUN} <snippet>")
+    lines.append("If the change is deliberate, rewrite the records (prints old → new):  " + f"{ACCEPT} {' '.join(by_snippet)}")
+    return "\n".join(lines)
+
+
+def error_report(state: BuildState, usage: Usage) -> str:
+    lines = []
+    for sid, st in state.snippets.items():
+        if st.error is None:
+            continue
+        err = st.error
+        inside = f" (raised in {err.deepest})" if err.deepest else ""
+        lines.append(f"{err.location()}: snippet {sid} failed{inside}: {err.message}")
+        pages = _pages(usage, sid)
+        lines.append(f"  used by: {', '.join(pages) if pages else '(no page)'}")
+        tail = err.traceback.strip().splitlines()[-12:]
+        lines.extend("  | " + t for t in tail)
+    return "\n".join(lines)
+
+
+def records_report(state: BuildState, ci: bool) -> str:
+    lines = list(state.record_errors)
+    if ci and state.missing_records:
+        lines.append(
+            "Results with no record (run the build locally, or `"
+            + ACCEPT
+            + " <snippet>`, and commit the .record.json): "
+            + ", ".join(state.missing_records)
+        )
+    if state.orphan_records:
+        lines.append(
+            "Records that no snippet produces any more (delete them, or `" + ACCEPT + "` to clean up): "
+            + ", ".join(p.as_posix() for p in state.orphan_records)
+        )
+    return "\n".join(lines)
+
+
+def timing_table(rows: Iterable[dict[str, Any]]) -> str:
+    rows = list(rows)
+    if not rows:
+        return "No snippets."
+    width = max(len(r["snippet"]) for r in rows)
+    out = [f"{'snippet':<{width}}  status   seconds  budget"]
+    total_ran = 0.0
+    for r in rows:
+        budget = r.get("budget")
+        over = ""
+        if budget is not None and r["status"] == "ran" and r["seconds"] > budget:
+            over = "  OVER BUDGET"
+        if r["status"] == "ran":
+            total_ran += r["seconds"]
+        b = f"{budget:g}" if budget is not None else "-"
+        out.append(f"{r['snippet']:<{width}}  {r['status']:<7} {r['seconds']:8.2f}  {b:>6}{over}")
+    n_cached = sum(r["status"] == "cached" for r in rows)
+    out.append(f"{len(rows)} snippets: {len(rows) - n_cached} executed ({total_ran:.1f} s of compute), {n_cached} from cache")
+    return "\n".join(out)
+
+
+def over_budget(rows: Iterable[dict[str, Any]]) -> list[str]:
+    return [
+        f"{r['snippet']} took {r['seconds']:.1f} s, over its budget of {r['budget']:g} s"
+        for r in rows
+        if r.get("budget") is not None and r["status"] == "ran" and r["seconds"] > r["budget"]
+    ]
