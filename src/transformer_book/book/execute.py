@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import random
 import sys
+import tempfile
 import time
 import traceback
 import warnings
@@ -220,6 +221,10 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     data_files: list[str] = []
     glyphs = _MissingGlyphs()
     logging.getLogger("matplotlib").addHandler(glyphs)
+    # Compile imported project modules from source: a .pyc is validated only by the source's mtime (in
+    # seconds) and size, so an edit within the same second that keeps the size would run stale code.
+    sys.dont_write_bytecode = True
+    sys.pycache_prefix = os.path.join(tempfile.gettempdir(), f"book-no-pycache-{os.getpid()}")
     try:
         _seed_everything()
         _prepare_matplotlib()

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Set up if needed, then run every test, including one full build of the book that executes every
+# snippet afresh and checks each result against its record (BOOK_CI=1). Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export NO_MKDOCS_2_WARNING=1
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole book, built once per test run exactly as CI builds it: every snippet executed afresh,
+    every result checked against its record, strict (any warning fails)."""
+    site = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "BOOK_CI": "1", "NO_MKDOCS_2_WARNING": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600,
+    )
+    if done.returncode != 0:
+        pytest.fail(f"the book does not build:\n{done.stdout}\n{done.stderr}", pytrace=False)
+    sys.stderr.write(done.stderr[-3000:])  # the timing table, for the CI log
+    return site

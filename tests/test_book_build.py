@@ -1,0 +1,111 @@
+"""The whole book, built fresh as CI builds it: what a reader gets."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_book_builds_fresh_with_every_result_matching_its_record(built_site: Path) -> None:
+    assert (built_site / "index.html").exists()
+    assert (built_site / "lecture07" / "s02-self-attention" / "index.html").exists()
+
+
+EXTERNAL_LOAD = re.compile(
+    r"""<(?:script|img|iframe|source|audio|video)\b[^>]*\bsrc=["'](?:https?:)?//"""
+    r"""|<link\b[^>]*\bhref=["'](?:https?:)?//[^"']*["'][^>]*>"""
+    r"""|@import\s+url\(["']?(?:https?:)?//|url\(["']?(?:https?:)?//""",
+    re.IGNORECASE,
+)
+
+
+def test_the_site_loads_nothing_from_the_internet(built_site: Path) -> None:
+    offenders = []
+    for path in built_site.rglob("*"):
+        if path.suffix not in (".html", ".css", ".js") or "mathjax" in path.parts:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for m in EXTERNAL_LOAD.finditer(text):
+            snippet = text[m.start() : m.start() + 120]
+            if 'rel="canonical"' in snippet or "rel=canonical" in snippet:
+                continue
+            offenders.append(f"{path.relative_to(built_site)}: {snippet}")
+    assert offenders == []
+
+
+def test_math_is_rendered_by_a_mathjax_shipped_with_the_site(built_site: Path) -> None:
+    assert (built_site / "assets" / "mathjax" / "tex-svg-full.js").stat().st_size > 1_000_000
+    page = (built_site / "lecture07" / "s03-scaling" / "index.html").read_text(encoding="utf-8")
+    assert '<script src="../../assets/mathjax/tex-svg-full.js"></script>' in page
+    assert 'class="arithmatex"' in page
+
+
+def test_generated_tables_figures_and_inline_numbers_are_in_the_pages(built_site: Path) -> None:
+    s02 = (built_site / "lecture07" / "s02-self-attention" / "index.html").read_text(encoding="utf-8")
+    assert "10.95" in s02 and "18.77" in s02 and "20.69" in s02  # the soft lookup (§2.1), deterministic
+    s03 = (built_site / "lecture07" / "s03-scaling" / "index.html").read_text(encoding="utf-8")
+    assert "../../assets/generated/lecture07/scaling_study/figure.svg" in s03
+    svg = (built_site / "assets" / "generated" / "lecture07" / "scaling_study" / "figure.svg").read_text(encoding="utf-8")
+    assert svg.startswith("<?xml") and "<path" in svg
+    assert "{{" not in s02 and "{{" not in s03, "a reference was left unrendered"
+    assert "生成它的代码" in s03  # the collapsible source listing
+
+
+def test_chinese_headings_get_chinese_ids(built_site: Path) -> None:
+    s02 = (built_site / "lecture07" / "s02-self-attention" / "index.html").read_text(encoding="utf-8")
+    assert 'id="21-注意力是软的字典查找"' in s02
+
+
+def test_the_api_reference_renders_the_package_with_chinese_docstrings(built_site: Path) -> None:
+    api = (built_site / "api" / "index.html").read_text(encoding="utf-8")
+    assert "soft_lookup" in api and "scaling_study" in api
+    assert "数值稳定的 softmax" in api  # a Chinese docstring, rendered
+
+
+def _tokens(text: str, separator: str) -> set[str]:
+    text = re.sub(r"<[^>]+>", " ", text)
+    return {t.lower() for t in re.split(separator, text) if t}
+
+
+def search(index: dict, query: str) -> list[str]:
+    """What the browser's search does with a typed query: Material splits it on the separator (it does
+    not segment Chinese) and matches each term as a word of the index, or as its prefix."""
+    sep = index["config"]["separator"]
+    terms = [t for t in re.split(sep, query.lower()) if t]
+    hits = []
+    for doc in index["docs"]:
+        words = _tokens(doc["title"] + " " + doc["text"], sep)
+        if all(any(w.startswith(t) for w in words) for t in terms):
+            hits.append(doc["location"])
+    return hits
+
+
+@pytest.mark.parametrize(
+    "query, page",
+    [
+        ("注意力", "lecture07/s02-self-attention/"),
+        ("自注意力", "lecture07/s02-self-attention/"),
+        ("位置编码", "lecture07/s05-position/"),
+        ("缩放点积注意力", "lecture07/s03-scaling/"),
+        ("多头注意力", "lecture07/s06-multihead/"),
+    ],
+)
+def test_chinese_search_finds_the_page_for_a_typed_term(built_site: Path, query: str, page: str) -> None:
+    index = json.loads((built_site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    hits = search(index, query)
+    assert any(h.startswith(page) for h in hits), f"{query!r} → {hits[:10]}"
+
+
+def test_the_search_dictionary_holds_every_glossary_term() -> None:
+    glossary = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    terms = {m.group(1).strip() for m in re.finditer(r"^\| ([^|]+?) \|", glossary, re.M)} - {"中文", "---"}
+    terms = {t for t in terms if " " not in t and re.search(r"[\u4e00-\u9fff]", t)}
+    words = {line.split()[0] for line in (ROOT / "search-terms.txt").read_text(encoding="utf-8").splitlines() if line.strip()}
+    assert terms - words == set(), "add these glossary terms to search-terms.txt"

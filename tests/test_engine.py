@@ -1,0 +1,334 @@
+"""The book engine's promises, each tested on a small throw-away project."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from transformer_book.book import pages
+from transformer_book.book.session import BookSession, Options
+
+SNIPPET_A = '''
+import sys
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+import helper_a
+from transformer_book.book import Table, Value
+
+
+def compute():
+    return {
+        "answer": Value(helper_a.VALUE, ".2f"),
+        "grid": Table(columns=["x", "y"], rows=[[1, helper_a.VALUE], [2, 2 * helper_a.VALUE]], formats=["d", ".3f"]),
+    }
+'''
+
+SNIPPET_B = '''
+import sys
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+import helper_b
+from transformer_book.book import Value
+
+
+def compute():
+    return {"other": Value(helper_b.VALUE, ".1f")}
+'''
+
+PAGE = """# 测试页
+
+答案是 {{ a:answer }}。
+
+{{ table a:grid "表 1　网格" }}
+
+另一个数：{{ b:other | .3f }}。
+"""
+
+MKDOCS_YML = """site_name: t
+docs_dir: docs
+plugins:
+  - book:
+      mathjax: false
+markdown_extensions:
+  - admonition
+  - pymdownx.details
+  - pymdownx.superfences
+  - md_in_html
+"""
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    write(tmp_path / "mkdocs.yml", MKDOCS_YML)
+    write(tmp_path / "lib" / "helper_a.py", "VALUE = 1.5\n")
+    write(tmp_path / "lib" / "helper_b.py", "VALUE = 7.0\n")
+    write(tmp_path / "snippets" / "part" / "a.py", SNIPPET_A)
+    write(tmp_path / "snippets" / "part" / "b.py", SNIPPET_B)
+    write(tmp_path / "docs" / "part" / "page.md", PAGE)
+    write(tmp_path / "docs" / "index.md", "# 首页\n")
+    return tmp_path
+
+
+def session(project: Path) -> BookSession:
+    return BookSession(project, project / "snippets", project / ".book-cache", project / ".book-cache" / "report")
+
+
+def statuses(state) -> dict[str, str]:
+    return {sid: st.status for sid, st in state.snippets.items()}
+
+
+def mkdocs_build(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **env}
+    for var in ("BOOK_CI", "BOOK_FRESH", "BOOK_EXECUTE"):
+        if var not in env:
+            full_env.pop(var, None)
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", *args],
+        cwd=project,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+# -- cache --------------------------------------------------------------------------------------------
+
+
+def test_editing_an_imported_module_reruns_only_the_snippets_that_import_it(project: Path) -> None:
+    s = session(project)
+    assert statuses(s.build(Options())) == {"part/a": "ran", "part/b": "ran"}
+    assert statuses(s.build(Options())) == {"part/a": "cached", "part/b": "cached"}
+
+    (project / "lib" / "helper_a.py").write_text("VALUE = 2.5\n", encoding="utf-8")
+    state = s.build(Options())
+    assert statuses(state) == {"part/a": "ran", "part/b": "cached"}
+    assert state.snippets["part/a"].results["answer"].value == 2.5
+
+
+def test_editing_prose_or_an_unimported_module_reruns_nothing(project: Path) -> None:
+    s = session(project)
+    s.build(Options())
+    (project / "docs" / "part" / "page.md").write_text(PAGE + "\n多写一句。\n", encoding="utf-8")
+    (project / "lib" / "unrelated.py").write_text("X = 1\n", encoding="utf-8")
+    assert statuses(s.build(Options())) == {"part/a": "cached", "part/b": "cached"}
+
+
+def test_editing_a_snippet_reruns_only_that_snippet(project: Path) -> None:
+    s = session(project)
+    s.build(Options())
+    path = project / "snippets" / "part" / "b.py"
+    path.write_text(path.read_text(encoding="utf-8") + "\n# 注释也算改动\n", encoding="utf-8")
+    assert statuses(s.build(Options())) == {"part/a": "cached", "part/b": "ran"}
+
+
+def test_a_truncated_cache_entry_is_recomputed_not_trusted(project: Path) -> None:
+    s = session(project)
+    s.build(Options())
+    entries = sorted((project / ".book-cache" / "entries").rglob("*.pkl"))
+    assert len(entries) == 2
+    for entry in entries:
+        blob = entry.read_bytes()
+        entry.write_bytes(blob[: len(blob) // 2])
+    fresh = session(project)  # a new process would also start with an empty in-memory hash memo
+    state = fresh.build(Options())
+    assert statuses(state) == {"part/a": "ran", "part/b": "ran"}
+    assert state.snippets["part/a"].results["answer"].value == 1.5
+    assert statuses(fresh.build(Options())) == {"part/a": "cached", "part/b": "cached"}
+
+
+def test_a_corrupted_cache_entry_with_intact_length_is_recomputed(project: Path) -> None:
+    s = session(project)
+    s.build(Options())
+    for entry in (project / ".book-cache" / "entries").rglob("*.pkl"):
+        blob = bytearray(entry.read_bytes())
+        blob[-10] ^= 0xFF
+        entry.write_bytes(bytes(blob))
+    assert statuses(session(project).build(Options())) == {"part/a": "ran", "part/b": "ran"}
+
+
+def test_fresh_mode_executes_everything_even_when_cached(project: Path) -> None:
+    s = session(project)
+    s.build(Options())
+    assert statuses(s.build(Options(fresh=True))) == {"part/a": "ran", "part/b": "ran"}
+
+
+def test_no_temporary_files_are_left_in_the_cache(project: Path) -> None:
+    session(project).build(Options())
+    leftovers = [p for p in (project / ".book-cache").rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
+
+
+# -- records and drift --------------------------------------------------------------------------------
+
+
+def test_two_fresh_builds_give_identical_records(project: Path) -> None:
+    s = session(project)
+    s.build(Options(fresh=True))
+    first = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (project / "snippets").rglob("*.record.json")}
+    for p in (project / "snippets").rglob("*.record.json"):
+        p.unlink()
+    s.build(Options(fresh=True))
+    second = {p.name: json.loads(p.read_text(encoding="utf-8")) for p in (project / "snippets").rglob("*.record.json")}
+    assert set(first) == {"a.record.json", "b.record.json"}
+    assert first == second
+
+
+def test_a_changed_result_is_reported_as_drift_with_the_pages_that_show_it(project: Path) -> None:
+    assert mkdocs_build(project).returncode == 0  # writes the records
+    (project / "lib" / "helper_a.py").write_text("VALUE = 1.6\n", encoding="utf-8")
+    done = mkdocs_build(project)
+    assert done.returncode != 0
+    report = done.stdout + done.stderr
+    assert "snippets/part/a.py" in report
+    assert "answer: recorded 1.5, now 1.6" in report
+    assert "part/page.md:3" in report  # the inline value
+    assert "grid[0].y: recorded 1.5, now 1.6" in report
+    assert "part/page.md:5" in report  # the table
+    assert "python -m transformer_book accept part/a" in report
+
+
+def test_a_drift_within_a_declared_tolerance_passes(project: Path) -> None:
+    write(project / "snippets" / "part" / "b.py", SNIPPET_B.replace(
+        'Value(helper_b.VALUE, ".1f")',
+        'Value(helper_b.VALUE, ".1f", tolerance=Tolerance(rel=0.01, reason="测试：允许 1% 的波动"))',
+    ).replace("import Value", "import Tolerance, Value"))
+    assert mkdocs_build(project).returncode == 0
+    (project / "lib" / "helper_b.py").write_text("VALUE = 7.05\n", encoding="utf-8")
+    assert mkdocs_build(project).returncode == 0
+    (project / "lib" / "helper_b.py").write_text("VALUE = 7.2\n", encoding="utf-8")
+    assert mkdocs_build(project).returncode != 0
+
+
+def test_a_widened_tolerance_needs_a_reason() -> None:
+    from transformer_book.book import Tolerance
+
+    with pytest.raises(ValueError, match="reason"):
+        Tolerance(rel=0.1)
+
+
+def test_ci_mode_fails_on_a_result_without_record(project: Path) -> None:
+    done = mkdocs_build(project, BOOK_CI="1")
+    assert done.returncode != 0
+    assert "Results with no record" in done.stdout + done.stderr
+    assert not list((project / "snippets").rglob("*.record.json")), "CI must not write records"
+
+
+def test_ci_mode_fails_on_a_record_that_no_snippet_produces(project: Path) -> None:
+    assert mkdocs_build(project).returncode == 0
+    assert mkdocs_build(project, BOOK_CI="1").returncode == 0
+    (project / "snippets" / "part" / "b.py").unlink()
+    (project / "docs" / "part" / "page.md").write_text(PAGE.replace("另一个数：{{ b:other | .3f }}。", ""), encoding="utf-8")
+    done = mkdocs_build(project, BOOK_CI="1")
+    assert done.returncode != 0
+    assert "no snippet produces" in done.stdout + done.stderr
+    assert "snippets/part/b.record.json" in done.stdout + done.stderr
+
+
+def test_accept_rewrites_records_and_prints_old_to_new(project: Path) -> None:
+    assert mkdocs_build(project).returncode == 0
+    (project / "lib" / "helper_a.py").write_text("VALUE = 3.0\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "transformer_book", "accept", "part/a"],
+        cwd=project, capture_output=True, text=True, timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "~ answer: 1.5 → 3.0" in done.stdout
+    record = json.loads((project / "snippets" / "part" / "a.record.json").read_text(encoding="utf-8"))
+    assert record["results"]["answer"]["value"] == 3.0
+    assert mkdocs_build(project, BOOK_CI="1").returncode == 0
+
+
+# -- errors with locations ----------------------------------------------------------------------------
+
+
+def test_a_raising_snippet_fails_the_build_with_its_file_and_line(project: Path) -> None:
+    write(project / "snippets" / "part" / "b.py", """
+        from transformer_book.book import Value
+
+
+        def compute():
+            x = 1
+            raise RuntimeError("模拟的错误")
+    """)
+    done = mkdocs_build(project)
+    assert done.returncode != 0
+    out = done.stdout + done.stderr
+    assert "snippets/part/b.py:6" in out
+    assert "RuntimeError: 模拟的错误" in out
+    assert "part/page.md:7" in out  # the page that uses it
+
+
+def test_an_error_inside_the_library_names_the_snippet_line_and_the_library_line(project: Path) -> None:
+    write(project / "lib" / "helper_a.py", "VALUE = 1.5\n\n\ndef boom():\n    return 1 / 0\n")
+    src = SNIPPET_A.replace("def compute():\n", "def compute():\n    helper_a.boom()\n")
+    write(project / "snippets" / "part" / "a.py", src)
+    state = session(project).build(Options())
+    err = state.snippets["part/a"].error
+    assert err is not None
+    line = src.lstrip("\n").splitlines().index("    helper_a.boom()") + 1
+    assert err.location() == f"snippets/part/a.py:{line}"
+    assert err.deepest == "lib/helper_a.py:5"
+    assert "ZeroDivisionError" in err.message
+
+
+def test_an_unknown_snippet_in_a_page_fails_with_page_and_line(project: Path) -> None:
+    write(project / "docs" / "part" / "page.md", PAGE + "\n\n结尾 {{ nosuch:value }}。\n")
+    done = mkdocs_build(project)
+    assert done.returncode != 0
+    assert "part/page.md:10: unknown snippet 'part/nosuch'" in done.stdout + done.stderr
+
+
+def test_an_unknown_key_in_a_page_fails_with_page_and_line(project: Path) -> None:
+    write(project / "docs" / "part" / "page.md", "---\ntitle: x\n---\n" + PAGE.replace("a:answer", "a:answr"))
+    done = mkdocs_build(project)
+    assert done.returncode != 0
+    assert "part/page.md:6: snippet 'part/a' has no result 'answr'" in done.stdout + done.stderr
+
+
+# -- page syntax ----------------------------------------------------------------------------------------
+
+
+def test_references_are_found_outside_code_only() -> None:
+    text = textwrap.dedent("""
+        值 {{ a:x }} 与 `{{ a:y }}`。
+        ```text
+        {{ table a:z }}
+        ```
+        {{ figure b:f "图" }}
+          {{ source b }}
+    """)
+    refs = pages.find_refs(text, "lecture07/p.md")
+    assert [(r.kind, r.snippet, r.key, r.line) for r in refs] == [
+        ("value", "lecture07/a", "x", 2),
+        ("figure", "lecture07/b", "f", 6),
+        ("source", "lecture07/b", "", 7),
+    ]
+
+
+def test_a_malformed_reference_is_an_error_with_its_line() -> None:
+    with pytest.raises(pages.PageRefError, match="p.md:2"):
+        pages.find_refs("好\n{{ a }}\n", "p.md")
+
+
+def test_latex_double_braces_are_not_references() -> None:
+    assert pages.find_refs("公式 $x^{{2}}$ 与 $\\frac{{a}}{b}$。", "p.md") == []
+
+
+def test_values_render_with_the_page_format_or_the_default() -> None:
+    from transformer_book.book.results import format_number
+
+    assert format_number(10.948908, ".2f") == "10.95"
+    assert format_number(-0.5, ".3f") == "−0.500"
+    assert format_number(124439808, ",d") == "124,439,808"
