@@ -332,3 +332,55 @@ def test_values_render_with_the_page_format_or_the_default() -> None:
     assert format_number(10.948908, ".2f") == "10.95"
     assert format_number(-0.5, ".3f") == "−0.500"
     assert format_number(124439808, ",d") == "124,439,808"
+
+
+# -- under `mkdocs serve` -------------------------------------------------------------------------------
+
+
+def _serve_plugin(project: Path):
+    """The plugin as `mkdocs serve` drives it: started with command="serve", then one build's events."""
+    from mkdocs.config import load_config
+    from mkdocs.structure.files import get_files
+    from mkdocs.structure.pages import Page
+
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        config = load_config(str(project / "mkdocs.yml"))
+    finally:
+        os.chdir(cwd)
+    plugin = config.plugins["book"]
+    plugin.on_startup(command="serve", dirty=False)
+    config = config.plugins.on_config(config)
+    files = get_files(config)
+
+    def render(page_path: str) -> str:
+        plugin.on_pre_build(config=config)
+        f = files.get_file_from_path(page_path)
+        page = Page(None, f, config)
+        return plugin.on_page_markdown(f.content_string, page=page, config=config, files=files)
+
+    return render
+
+
+def test_under_serve_a_failing_snippet_is_shown_in_the_page_and_the_server_keeps_going(project: Path) -> None:
+    write(project / "snippets" / "part" / "b.py", """
+        def compute():
+            raise ValueError("坏了")
+    """)
+    render = _serve_plugin(project)
+    html = render("part/page.md")  # no exception: serve keeps running
+    assert "答案是 1.50。" in html  # the healthy snippet still renders
+    assert "snippets/part/b.py:2: ValueError: 坏了" in html
+
+
+def test_under_serve_an_unknown_reference_is_shown_in_the_page(project: Path) -> None:
+    write(project / "docs" / "part" / "page.md", PAGE + "\n{{ table a:nosuch }}\n")
+    html = _serve_plugin(project)("part/page.md")
+    assert "part/page.md:9: snippet 'part/a' has no result 'nosuch'" in html
+
+
+def test_book_only_runs_the_selected_snippets_and_shows_placeholders_for_the_rest(project: Path) -> None:
+    state = session(project).build(Options(select=("part/a",)))
+    assert statuses(state) == {"part/a": "ran", "part/b": "skipped"}
+    assert state.orphan_records == []

@@ -10,6 +10,7 @@ option              environment            meaning
 ``fresh``           ``BOOK_FRESH=1``       ignore cached results, execute every snippet
 ``ci``              ``BOOK_CI=1``          fresh, and a missing/orphaned record or any drift fails
 ``workers``         ``BOOK_WORKERS=N``     parallel snippet processes (default: one per core)
+(none)              ``BOOK_ONLY=a/*,b/x``  run only these snippets (globs); others show placeholders
 ==================  =====================  ===============================================================
 """
 
@@ -86,6 +87,8 @@ class BookPlugin(BasePlugin[BookConfig]):
             fresh=_env_flag("BOOK_FRESH", cfg.fresh) or ci,
             ci=ci,
             workers=int(os.environ.get("BOOK_WORKERS") or cfg.workers),
+            # CI always runs everything; an author may build just the part being written.
+            select=() if ci else tuple(p for p in os.environ.get("BOOK_ONLY", "").split(",") if p.strip()),
         )
         self.snippets_dir = self.project_root / cfg.snippets_dir
         if self.session is None:
@@ -195,7 +198,7 @@ class BookPlugin(BasePlugin[BookConfig]):
         if not self.serving:
             raise PluginError(f"{where}: {message}")
         log.error(f"{where}: {message}")
-        text = html.escape(f"{where}: {message}")
+        text = html.escape(f"{where}: {message}", quote=False)
         if inline:
             return f'<span class="book-error">⚠ {text}</span>'
         block = f'!!! failure "引用出错"\n\n    {text}\n'
@@ -214,7 +217,7 @@ class BookPlugin(BasePlugin[BookConfig]):
             return _placeholder(ref)
         if st.error is not None:
             err = st.error
-            text = html.escape(f"{err.location()}: {err.message}")
+            text = html.escape(f"{err.location()}: {err.message}", quote=False)
             if ref.kind == "value":
                 return f'<span class="book-error">⚠ {text}</span>'
             tb = "\n".join("        " + line for line in err.traceback.rstrip().splitlines())

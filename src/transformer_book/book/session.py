@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fnmatch import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ class Options:
     ci: bool = False  # fresh, and every result must have a record and every record a snippet
     workers: int = 0  # 0: one per core
     write_missing_records: bool = True  # outside CI, a new snippet's first results become its record
+    select: tuple[str, ...] = ()  # glob patterns (e.g. "lecture07/*"): run only these, skip the rest
 
 
 class BookSession:
@@ -71,15 +73,20 @@ class BookSession:
                 raise KeyError(f"unknown snippet(s): {', '.join(unknown)}; known: {', '.join(found)}")
             found = {s: found[s] for s in only}
         states: dict[str, SnippetState] = {}
+        selected = {sid for sid in found if not options.select or any(fnmatch(sid, p) for p in options.select)}
         if not options.execute:
-            for sid, snip in found.items():
-                states[sid] = SnippetState(snip, "skipped")
+            selected = set()
+        for sid in set(found) - selected:
+            states[sid] = SnippetState(found[sid], "skipped")
+        if not selected:
             return BuildState(states)
 
         fresh = options.fresh or options.ci
         keys: dict[str, str] = {}
         to_run: list[Task] = []
         for sid, snip in found.items():
+            if sid not in selected:
+                continue
             source = snip.source()
             keys[sid] = cache_key(snip, source)
             entry = None if fresh else self.cache.load(sid, keys[sid])
@@ -99,7 +106,7 @@ class BookSession:
             self.cache.store(self._entry(keys[sid], out))
 
         state = BuildState(dict(sorted(states.items())))
-        self._check_records(state, options, complete=only is None)
+        self._check_records(state, options, complete=only is None and not options.select)
         return state
 
     @staticmethod
