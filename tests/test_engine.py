@@ -384,3 +384,52 @@ def test_book_only_runs_the_selected_snippets_and_shows_placeholders_for_the_res
     state = session(project).build(Options(select=("part/a",)))
     assert statuses(state) == {"part/a": "ran", "part/b": "skipped"}
     assert state.orphan_records == []
+
+
+PRODUCER = '''
+import sys
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+import helper_a
+from transformer_book.book import Artifact, Value
+
+
+def compute():
+    weights = {"w": [helper_a.VALUE] * 3}
+    return {"model": Artifact(weights), "trained_value": Value(helper_a.VALUE)}
+'''
+
+CONSUMER = '''
+from transformer_book.book import Value, artifact
+
+REQUIRES = ["part/train"]
+
+
+def compute():
+    weights = artifact("part/train", "model")
+    return {"total": Value(sum(weights["w"]), ".2f")}
+'''
+
+
+def test_a_snippet_reuses_another_snippets_trained_artifact_and_reruns_when_it_changes(project: Path) -> None:
+    write(project / "snippets" / "part" / "train.py", PRODUCER)
+    write(project / "snippets" / "part" / "use.py", CONSUMER)
+    s = session(project)
+    state = s.build(Options())
+    assert state.snippets["part/use"].results["total"].value == 4.5
+    record = json.loads((project / "snippets" / "part" / "train.record.json").read_text(encoding="utf-8"))
+    assert set(record["results"]) == {"trained_value"}, "artifacts are cached, not recorded"
+    assert statuses(s.build(Options()))["part/use"] == "cached"
+
+    (project / "lib" / "helper_a.py").write_text("VALUE = 2.0\n", encoding="utf-8")
+    state = s.build(Options())
+    assert {k: v for k, v in statuses(state).items() if k != "part/b"} == {"part/a": "ran", "part/train": "ran", "part/use": "ran"}
+    assert state.snippets["part/use"].results["total"].value == 6.0
+
+
+def test_requires_cycles_are_reported() -> None:
+    from transformer_book.book.session import dependency_levels
+
+    assert dependency_levels({"a": [], "b": ["a"], "c": ["b", "a"]}) == [["a"], ["b"], ["c"]]
+    with pytest.raises(ValueError, match="cycle"):
+        dependency_levels({"a": ["b"], "b": ["a"]})

@@ -50,7 +50,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     import transformer_book
 
     os.environ["BOOK_PROGRESS"] = "1"  # long experiments show a progress bar here, never in the build
-    task = Task(sid, str(found[sid].path), str(root), str(Path(transformer_book.__file__).resolve().parent))
+    artifacts = _session(root).requirements(sid)  # trained models etc. from the snippets it REQUIRES
+    task = Task(sid, str(found[sid].path), str(root), str(Path(transformer_book.__file__).resolve().parent), artifacts)
     out = run_snippet(task, capture=False)
     if out.error is not None:
         print(out.error.traceback, file=sys.stderr)

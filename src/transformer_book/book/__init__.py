@@ -4,6 +4,7 @@ Modules, one job each:
 
 - ``results``  – what a snippet returns (``Table``, ``Figure``, ``Value``, ``Tolerance``);
 - ``discover`` – finding snippets and the part of the cache key known before running;
+- ``artifacts`` – handing objects (trained models) from one snippet to another;
 - ``execute``  – running snippets in fresh worker processes with fixed seeds and threads;
 - ``cache``    – content-addressed, atomic, checksummed cache entries;
 - ``records``  – committed records beside the snippets, and the drift check against them;
@@ -15,6 +16,7 @@ Modules, one job each:
 The engine knows nothing about Transformers.
 """
 
-from .results import Figure, Table, Tolerance, Value
+from .artifacts import artifact
+from .results import Artifact, Figure, Table, Tolerance, Value
 
-__all__ = ["Figure", "Table", "Tolerance", "Value"]
+__all__ = ["Artifact", "Figure", "Table", "Tolerance", "Value", "artifact"]

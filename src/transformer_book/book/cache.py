@@ -66,6 +66,9 @@ class Cache:
         self.project_root = project_root
         self.hash_file = hasher or FileHasher()
 
+    def entry_path(self, snippet: str, key: str) -> Path:
+        return self._path(snippet, key)
+
     def _path(self, snippet: str, key: str) -> Path:
         return self.root / "entries" / snippet.replace("/", "__") / f"{key}.pkl"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.metadata
 import platform
@@ -30,6 +31,21 @@ class Snippet:
 
     def source(self) -> bytes:
         return self.path.read_bytes()
+
+    def requires(self) -> list[str]:
+        """The module-level ``REQUIRES = [...]`` list, read without running the snippet."""
+        try:
+            tree = ast.parse(self.source(), filename=str(self.path))
+        except SyntaxError:
+            return []  # reported when the snippet runs
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "REQUIRES" for t in node.targets):
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError as exc:
+                    raise ValueError(f"{self.path}:{node.lineno}: REQUIRES must be a literal list of snippet ids") from exc
+                return [str(v) for v in value]
+        return []
 
 
 def discover(snippets_dir: Path) -> dict[str, Snippet]:
@@ -62,8 +78,11 @@ def environment() -> dict[str, str]:
     return env
 
 
-def cache_key(snippet: Snippet, source: bytes | None = None) -> str:
+def cache_key(snippet: Snippet, source: bytes | None = None, required: dict[str, str] | None = None) -> str:
+    """Hash of what is known before running; ``required`` maps each required snippet to its fingerprint."""
     h = hashlib.sha256()
+    for sid, fingerprint in sorted((required or {}).items()):
+        h.update(f"requires {sid}={fingerprint}\n".encode())
     for k, v in sorted(environment().items()):
         h.update(f"{k}={v}\n".encode())
     h.update(sys.implementation.cache_tag.encode() if sys.implementation.cache_tag else b"")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .results import RESULT_TYPES, Figure
+from .results import RESULT_TYPES, Artifact, Figure
 
 SEED = 0
 THREADS = 1  # per snippet; results must not depend on how many workers ran side by side
@@ -64,6 +64,7 @@ class Task:
     path: str
     project_root: str
     package_dir: str  # where transformer_book lives (tracked even if installed elsewhere)
+    artifacts: tuple[tuple[str, str], ...] = ()  # (required snippet, its cache entry file)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -225,6 +226,10 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     # seconds) and size, so an edit within the same second that keeps the size would run stale code.
     sys.dont_write_bytecode = True
     sys.pycache_prefix = os.path.join(tempfile.gettempdir(), f"book-no-pycache-{os.getpid()}")
+    from . import artifacts
+
+    artifacts._PATHS.clear()
+    artifacts._PATHS.update(dict(task.artifacts))
     try:
         _seed_everything()
         _prepare_matplotlib()
@@ -247,6 +252,8 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
                 for value in results.values():
                     if isinstance(value, Figure):
                         finalize_figure(value)
+                    elif isinstance(value, Artifact):
+                        value.pack()
                 if glyphs.messages:
                     raise ValueError(
                         "a figure has characters no font can draw (mathtext cannot fall back to the Chinese "
@@ -273,7 +280,7 @@ def check_results(snippet: str, results: Any) -> None:
         if not isinstance(key, str) or not key.isidentifier():
             raise TypeError(f"{snippet}: result names must be identifiers, got {key!r}")
         if not isinstance(value, RESULT_TYPES):
-            raise TypeError(f"{snippet}: result {key!r} is a {type(value).__name__}, not a Table, Figure or Value")
+            raise TypeError(f"{snippet}: result {key!r} is a {type(value).__name__}, not a Table, Figure, Value or Artifact")
 
 
 # --------------------------------------------------------------------------------------------------

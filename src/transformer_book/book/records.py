@@ -17,7 +17,7 @@ from typing import Any, Iterator
 from .cache import atomic_write_text
 from .discover import environment
 from .execute import SEED, THREADS
-from .results import Figure, Table, Tolerance, Value
+from .results import Artifact, Figure, Table, Tolerance, Value
 
 FORMAT = 1
 
@@ -75,6 +75,8 @@ def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Any]
     changes: list[Change] = []
     recorded = (record or {}).get("results", {})
     for key, result in results.items():
+        if isinstance(result, Artifact):
+            continue
         new_numbers = dict(result.numbers(key))
         old_numbers = dict(numbers_of_record(key, recorded[key])) if key in recorded else {}
         for path, new in new_numbers.items():
@@ -113,7 +115,7 @@ def build_record(snippet: str, results: dict[str, Any]) -> dict[str, Any]:
         "format": FORMAT,
         "snippet": snippet,
         "provenance": provenance,
-        "results": {key: result_to_record(r) for key, r in results.items()},
+        "results": {key: result_to_record(r) for key, r in results.items() if not isinstance(r, Artifact)},
     }
 
 

@@ -193,6 +193,34 @@ class Figure:
         return {"kind": "figure", "plotted": self.plotted, "data": self.data}
 
 
+@dataclass
+class Artifact:
+    """An object another snippet needs (a trained model's weights …): cached, never recorded or shown.
+
+    The producing snippet returns ``{"model": Artifact(state_dict)}``; a consumer declares
+    ``REQUIRES = ["lecture07/train_models"]`` and calls ``artifact("lecture07/train_models", "model")``.
+    The value is pickled in the worker, so the build process never has to import what it contains.
+    """
+
+    value: Any = None
+    blob: bytes = b""
+    tolerance: Tolerance = field(default_factory=Tolerance)
+
+    def pack(self) -> None:
+        import pickle
+
+        self.blob = pickle.dumps(self.value, protocol=pickle.HIGHEST_PROTOCOL)
+        self.value = None
+
+    def load(self) -> Any:
+        import pickle
+
+        return pickle.loads(self.blob)
+
+    def numbers(self, key: str) -> Iterator[tuple[str, Any]]:
+        return iter(())
+
+
 def _flatten(prefix: str, obj: Any) -> Iterator[tuple[str, Any]]:
     if isinstance(obj, dict):
         for k, v in obj.items():
@@ -204,4 +232,4 @@ def _flatten(prefix: str, obj: Any) -> Iterator[tuple[str, Any]]:
         yield prefix, obj
 
 
-RESULT_TYPES = (Value, Table, Figure)
+RESULT_TYPES = (Value, Table, Figure, Artifact)

@@ -9,10 +9,48 @@ from pathlib import Path
 from typing import Any
 
 from . import records
-from .cache import Cache, Entry, FileHasher, atomic_write_text
+from .cache import Cache, Entry, FileHasher, atomic_write_text, sha256_bytes
 from .discover import Snippet, cache_key, discover
 from .execute import Outcome, SnippetError, Task, run_many
 from .records import Change
+
+
+def dependency_levels(requires: dict[str, list[str]]) -> list[list[str]]:
+    """Snippets grouped so that each group needs only earlier groups (``REQUIRES``); cycles are errors."""
+    depth: dict[str, int] = {}
+
+    def visit(sid: str, path: tuple[str, ...]) -> int:
+        if sid in path:
+            raise ValueError("REQUIRES forms a cycle: " + " → ".join((*path, sid)))
+        if sid not in depth:
+            depth[sid] = 1 + max((visit(r, (*path, sid)) for r in requires.get(sid, []) if r in requires), default=-1)
+        return depth[sid]
+
+    for sid in requires:
+        visit(sid, ())
+    levels: list[list[str]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
+    for sid in sorted(requires):
+        levels[depth[sid]].append(sid)
+    return levels
+
+
+def closure(wanted: set[str], requires: dict[str, list[str]]) -> set[str]:
+    """``wanted`` plus everything it requires, transitively."""
+    out, todo = set(), list(wanted)
+    while todo:
+        sid = todo.pop()
+        if sid not in out:
+            out.add(sid)
+            todo.extend(r for r in requires.get(sid, []) if r in requires)
+    return out
+
+
+def _fingerprint(key: str, deps: dict[str, str]) -> str:
+    return sha256_bytes((key + "".join(f"{k}={v}" for k, v in sorted(deps.items()))).encode())[:32]
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
 @dataclass
@@ -33,6 +71,7 @@ class BuildState:
     new_records: list[str] = field(default_factory=list)  # records written because they were missing
     orphan_records: list[Path] = field(default_factory=list)  # record files no snippet produces
     record_errors: list[str] = field(default_factory=list)
+    keys: dict[str, str] = field(default_factory=dict)  # cache key of each snippet that has results
 
 
 @dataclass
@@ -67,45 +106,55 @@ class BookSession:
 
     def build(self, options: Options, only: list[str] | None = None) -> BuildState:
         found = discover(self.snippets_dir)
+        requires = {sid: snip.requires() for sid, snip in found.items()}
+        levels = dependency_levels(requires)
         if only is not None:
             unknown = [s for s in only if s not in found]
             if unknown:
                 raise KeyError(f"unknown snippet(s): {', '.join(unknown)}; known: {', '.join(found)}")
-            found = {s: found[s] for s in only}
+        wanted = set(found) if only is None else set(only)
+        if options.select:
+            wanted = {sid for sid in wanted if any(fnmatch(sid, p) for p in options.select)}
+        selected = closure(wanted, requires) if options.execute else set()
         states: dict[str, SnippetState] = {}
-        selected = {sid for sid in found if not options.select or any(fnmatch(sid, p) for p in options.select)}
-        if not options.execute:
-            selected = set()
         for sid in set(found) - selected:
-            states[sid] = SnippetState(found[sid], "skipped")
-        if not selected:
-            return BuildState(states)
+            if only is None:
+                states[sid] = SnippetState(found[sid], "skipped")
 
         fresh = options.fresh or options.ci
         keys: dict[str, str] = {}
-        to_run: list[Task] = []
-        for sid, snip in found.items():
-            if sid not in selected:
-                continue
-            source = snip.source()
-            keys[sid] = cache_key(snip, source)
-            entry = None if fresh else self.cache.load(sid, keys[sid])
-            if entry is not None:
-                payload = entry.payload
-                states[sid] = SnippetState(snip, "cached", entry.seconds, payload["results"], None, payload.get("budget"))
-            else:
-                to_run.append(Task(sid, str(snip.path), str(self.project_root), self.package_dir))
+        fingerprints: dict[str, str] = {}
+        for level in levels:
+            to_run: list[Task] = []
+            for sid in level:
+                if sid not in selected:
+                    continue
+                snip = found[sid]
+                failed = [r for r in requires[sid] if r not in fingerprints]
+                if failed:
+                    msg = f"required snippet(s) failed or do not exist: {', '.join(failed)}"
+                    states[sid] = SnippetState(snip, "error", error=SnippetError(msg, _rel(snip.path, self.project_root), 0, msg))
+                    continue
+                keys[sid] = cache_key(snip, snip.source(), {r: fingerprints[r] for r in requires[sid]})
+                entry = None if fresh else self.cache.load(sid, keys[sid])
+                if entry is not None:
+                    payload = entry.payload
+                    states[sid] = SnippetState(snip, "cached", entry.seconds, payload["results"], None, payload.get("budget"))
+                    fingerprints[sid] = _fingerprint(keys[sid], entry.deps)
+                else:
+                    artifacts = tuple((r, str(self.cache.entry_path(r, keys[r]))) for r in requires[sid])
+                    to_run.append(Task(sid, str(snip.path), str(self.project_root), self.package_dir, artifacts))
+            outcomes = run_many(to_run, options.workers or None, self._expected_times())
+            for sid, out in outcomes.items():
+                snip = found[sid]
+                if out.error is not None:
+                    states[sid] = SnippetState(snip, "error", out.seconds, {}, out.error, out.budget)
+                    continue
+                states[sid] = SnippetState(snip, "ran", out.seconds, out.results, None, out.budget)
+                self.cache.store(self._entry(keys[sid], out))
+                fingerprints[sid] = _fingerprint(keys[sid], out.deps)
 
-        outcomes = run_many(to_run, options.workers or None, self._expected_times())
-        for sid, out in outcomes.items():
-            snip = found[sid]
-            if out.error is not None:
-                states[sid] = SnippetState(snip, "error", out.seconds, {}, out.error, out.budget)
-                continue
-            states[sid] = SnippetState(snip, "ran", out.seconds, out.results, None, out.budget)
-            self.cache.store(self._entry(keys[sid], out))
-
-        state = BuildState(dict(sorted(states.items())))
+        state = BuildState(dict(sorted(states.items())), keys=keys)
         self._check_records(state, options, complete=only is None and not options.select)
         return state
 
@@ -150,6 +199,18 @@ class BookSession:
             for path in state.orphan_records:
                 path.unlink()
         return state, diffs
+
+    def requirements(self, sid: str) -> tuple[tuple[str, str], ...]:
+        """Cache (or run) what ``sid`` requires; return (snippet, entry file) pairs for its Task."""
+        snip = discover(self.snippets_dir)[sid]
+        required = snip.requires()
+        if not required:
+            return ()
+        state = self.build(Options(), only=required)
+        failed = [r for r in required if state.snippets[r].status not in ("cached", "ran")]
+        if failed:
+            raise RuntimeError(f"{sid} requires {', '.join(failed)}, which failed")
+        return tuple((r, str(self.cache.entry_path(r, state.keys[r]))) for r in required)
 
     def write_timing(self, state: BuildState) -> list[dict[str, Any]]:
         rows = [

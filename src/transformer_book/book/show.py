@@ -45,7 +45,14 @@ def main(compute: Callable[[], dict[str, Any]]) -> None:
     root = next((p for p in path.parents if (p / "mkdocs.yml").exists()), path.parent)
     import transformer_book
 
-    task = Task(path.stem, str(path), str(root), str(Path(transformer_book.__file__).resolve().parent))
+    from .session import BookSession
+
+    sid = path.relative_to(root / "snippets").with_suffix("").as_posix() if path.is_relative_to(root / "snippets") else path.stem
+    artifacts = ()
+    if (root / "snippets").is_dir() and path.is_relative_to(root / "snippets"):
+        session = BookSession(root, root / "snippets", root / ".book-cache", root / ".book-cache" / "report")
+        artifacts = session.requirements(sid)
+    task = Task(sid, str(path), str(root), str(Path(transformer_book.__file__).resolve().parent), artifacts)
     out = run_snippet(task, capture=False)
     if out.error is not None:
         print(out.error.traceback)
