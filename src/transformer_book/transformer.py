@@ -576,7 +576,7 @@ def _sample_next(logits, temperature, top_k, top_p, generator):
     return torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
 
 
-@torch.no_grad()
+@torch.inference_mode()  # 比 no_grad 更省：生成时不需要任何自动求导的记账
 def generate(model, idx, max_new_tokens, *, temperature=1.0, top_k=None, top_p=None, generator=None,
              use_cache=True, return_logits=False):
     """自回归地续写 ``max_new_tokens`` 个词元。
