@@ -109,3 +109,16 @@ def test_the_search_dictionary_holds_every_glossary_term() -> None:
     terms = {t for t in terms if " " not in t and re.search(r"[\u4e00-\u9fff]", t)}
     words = {line.split()[0] for line in (ROOT / "search-terms.txt").read_text(encoding="utf-8").splitlines() if line.strip()}
     assert terms - words == set(), "add these glossary terms to search-terms.txt"
+
+
+def test_no_heading_contains_math() -> None:
+    """Navigation, the table of contents and search show headings as plain text: use Unicode (√dₖ), not $…$."""
+    offenders = []
+    for md in sorted((ROOT / "docs").rglob("*.md")):
+        in_code = False
+        for i, line in enumerate(md.read_text(encoding="utf-8").splitlines(), 1):
+            if line.lstrip().startswith(("```", "~~~")):
+                in_code = not in_code
+            if not in_code and re.match(r"^#{1,6} ", line) and ("$" in line or "\\(" in line):
+                offenders.append(f"{md.relative_to(ROOT)}:{i}: {line}")
+    assert offenders == []
