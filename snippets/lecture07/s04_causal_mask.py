@@ -1,0 +1,49 @@
+"""第 4.3 节：因果掩码。
+
+沿用第 2.3 节 the cat sat down 的词向量和投影矩阵（同一个种子），加上因果掩码重算注意力权重；
+然后把最后一个词的向量换成另一个随机向量，检查前面各位置的输出是否一点都不变。
+"""
+
+import numpy as np
+
+from transformer_book.attention_numpy import causal_mask, self_attention
+from transformer_book.book import Table, Value
+
+WORDS = ["the", "cat", "sat", "down"]
+D, D_K = 4, 3
+
+
+def compute():
+    rng = np.random.default_rng(0)  # 与第 2.3 节的片段相同的种子和抽取顺序
+    X = rng.standard_normal((len(WORDS), D))  # (n, d) 词向量
+    W_q, W_k, W_v = (rng.standard_normal((D, D_K)) for _ in range(3))  # (d, d_k)
+    mask = causal_mask(len(WORDS))  # (n, n)，True = 可以关注
+    trace = self_attention(X, W_q, W_k, W_v, mask=mask)
+
+    X_changed = X.copy()
+    X_changed[-1] = rng.standard_normal(D)  # 把最后一个词换成另一个词
+    changed = self_attention(X_changed, W_q, W_k, W_v, mask=mask)
+    earlier_diff = float(np.abs(trace.output[:-1] - changed.output[:-1]).max())
+    last_diff = float(np.abs(trace.output[-1] - changed.output[-1]).max())
+    assert earlier_diff == 0.0, "换掉最后一个词，前面各位置的输出应当完全不变"
+    assert last_diff > 1e-3, "最后一个位置自己的输出应当改变"
+    assert np.all(trace.weights[~mask] == 0.0), "被屏蔽的位置权重应当恰好为 0"
+    unmasked = self_attention(X, W_q, W_k, W_v)
+    assert np.allclose(trace.weights[-1], unmasked.weights[-1]), "最后一行什么都看得见，应当与不加掩码时相同"
+
+    def words_table(matrix, fmt):
+        return Table(columns=["", *WORDS], rows=[[w, *row] for w, row in zip(WORDS, matrix)],
+                     formats=["", *[fmt] * len(WORDS)])
+
+    return {
+        "mask": words_table(mask.astype(int), "d"),
+        "weights": words_table(trace.weights, ".3f"),
+        "earlier_outputs_max_diff": Value(earlier_diff, ".1f"),
+        "last_output_max_diff": Value(last_diff, ".3f"),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

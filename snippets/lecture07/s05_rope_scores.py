@@ -1,0 +1,74 @@
+"""第 5.4 节：RoPE 的打分只取决于相对位置 m − n，而且旋转不改变向量的长度。
+
+同一个查询 q 和同一个键 k（d_k = 8，固定种子的随机数）放在不同的位置 (m, n)：
+RoPE 把 q 转 m 个“步长”、把 k 转 n 个“步长”再做点积；对照组把正弦位置编码加到 q、k 上再做点积。
+最后用原论文的“相邻两维配对”重算一遍，确认它与参考实现的“半分配对”只差维度顺序。
+"""
+
+import numpy as np
+
+from transformer_book.book import Table, Tolerance, Value
+from transformer_book.position_demos import (
+    added_pe_scores,
+    half_split_to_interleaved,
+    rope_norms,
+    rope_scores,
+)
+
+D_K = 8
+PAIRS = [(5, 2), (10, 7), (100, 97), (5, 5), (50, 50), (2, 5), (60, 63)]
+NORM_POSITIONS = [0, 1, 10, 100, 1000]
+FLOAT32 = Tolerance(abs=1e-6, reason="RoPE 的 cos/sin 表是 float32 算出的；这里记录的是舍入误差本身的大小")
+
+
+def compute():
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal(D_K), rng.standard_normal(D_K)  # 各 (d_k,)
+    rope = rope_scores(q, k, PAIRS)  # (7,)
+    added = added_pe_scores(q, k, PAIRS)  # (7,)
+
+    offsets = sorted({m - n for m, n in PAIRS})
+    groups = {o: [i for i, (m, n) in enumerate(PAIRS) if m - n == o] for o in offsets}
+    rope_spread = max(np.ptp(rope[idx]) for idx in groups.values())
+    added_spread = {o: float(np.ptp(added[idx])) for o, idx in groups.items()}
+    assert rope_spread < 1e-4, "RoPE：m − n 相同的几组打分应当相同"
+    assert min(added_spread.values()) > 1e-3, "加正弦编码：m − n 相同的几组打分应当随绝对位置变化"
+    assert added_spread[3] > 1.0 and added_spread[0] > 1.0, "m − n = 3 与 0 的两组里，打分随绝对位置的变化很大"
+    assert abs(rope[groups[3][0]] - rope[groups[-3][0]]) > 1e-2, "RoPE 打分区分 m − n = 3 与 −3（不对称）"
+
+    q_norms, k_norms = rope_norms(q, NORM_POSITIONS), rope_norms(k, NORM_POSITIONS)  # 各 (5,)
+    norm_change = float(max(np.abs(q_norms - np.linalg.norm(q)).max(), np.abs(k_norms - np.linalg.norm(k)).max()))
+    assert norm_change < 1e-5, "旋转不改变向量的长度"
+
+    perm = half_split_to_interleaved(D_K)  # 半分排列 → 相邻排列
+    interleaved = rope_scores(q[perm], k[perm], PAIRS, interleaved=True)
+    pairing_diff = float(np.abs(interleaved - rope).max())
+    assert pairing_diff < 1e-4, "两种配对方式在重排维度之后给出相同的打分"
+
+    return {
+        "scores": Table(
+            columns=["$(m, n)$", "$m - n$", "RoPE 打分", "加正弦编码后的打分"],
+            rows=[[f"({m}, {n})", m - n, r, a] for (m, n), r, a in zip(PAIRS, rope, added)],
+            formats=["", "d", ".3f", ".3f"],
+            tolerance=FLOAT32,
+        ),
+        "norms": Table(
+            columns=["位置 $m$", "$\\lVert \\tilde q_m \\rVert$", "$\\lVert \\tilde k_m \\rVert$"],
+            rows=[[m, a, b] for m, a, b in zip(NORM_POSITIONS, q_norms, k_norms)],
+            formats=["d", ".4f", ".4f"],
+            tolerance=FLOAT32,
+        ),
+        "rope_spread": Value(rope_spread, ".1e", tolerance=FLOAT32),
+        "added_spread_offset3": Value(added_spread[3], ".3f"),
+        "added_spread_offset0": Value(added_spread[0], ".3f"),
+        "added_spread_offset_minus3": Value(added_spread[-3], ".3f"),
+        "q_norm": Value(np.linalg.norm(q), ".4f"),
+        "norm_change": Value(norm_change, ".1e", tolerance=FLOAT32),
+        "pairing_diff": Value(pairing_diff, ".1e", tolerance=FLOAT32),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)
