@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -433,3 +434,66 @@ def test_requires_cycles_are_reported() -> None:
     assert dependency_levels({"a": [], "b": ["a"], "c": ["b", "a"]}) == [["a"], ["b"], ["c"]]
     with pytest.raises(ValueError, match="cycle"):
         dependency_levels({"a": ["b"], "b": ["a"]})
+
+
+# -- notebook pages -------------------------------------------------------------------------------------
+
+
+def notebook(*cells: tuple[str, str]) -> str:
+    return json.dumps({
+        "cells": [
+            {"cell_type": kind, "metadata": {}, "source": src.splitlines(True),
+             **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+            for kind, src in cells
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }, ensure_ascii=False)
+
+
+NOTEBOOK_YML = MKDOCS_YML.replace("      mathjax: false\n", """      mathjax: false
+  - mkdocs-jupyter:
+      include: ["*.ipynb"]
+      execute: false
+      include_source: true
+""")
+
+
+def test_a_notebook_page_is_executed_recorded_and_rendered_with_its_outputs(project: Path) -> None:
+    write(project / "mkdocs.yml", NOTEBOOK_YML)
+    (project / "docs" / "part" / "nb.ipynb").write_text(notebook(
+        ("markdown", "# 笔记本\n\n公式 $x^2$。"),
+        ("code", "import sys\nsys.path.insert(0, 'lib')\nimport helper_a\nfrom transformer_book.book import record"),
+        ("code", "loss = record('loss', helper_a.VALUE * 2, '.2f')\nprint('训练后的损失', loss)"),
+        ("code", "loss + 1"),
+    ), encoding="utf-8")
+    site = project / "site"
+    done = mkdocs_build(project, "-d", str(site))
+    assert done.returncode == 0, done.stdout + done.stderr
+    record = json.loads((project / "snippets" / "part" / "nb.record.json").read_text(encoding="utf-8"))
+    assert record["results"]["loss"]["value"] == 3.0
+    html = (site / "part" / "nb" / "index.html").read_text(encoding="utf-8")
+    assert "训练后的损失 3.0" in html and "4.0" in html  # printed text and the last expression
+    external = re.findall(r"""<script\b[^>]*src=["']https?://[^"']+|import [^;]* from ['"]https?://[^'"]+""", html)
+    assert [e for e in external if "mathjax" in e.lower() or "mermaid" in e.lower()] == [], (
+        "nbconvert's CDN scripts (MathJax 2, mermaid) are stripped"
+    )
+    downloaded = json.loads((site / "part" / "nb" / "nb.ipynb").read_text(encoding="utf-8"))
+    assert downloaded["cells"][2]["outputs"][0]["text"] == ["训练后的损失 3.0\n"]
+
+    (project / "lib" / "helper_a.py").write_text("VALUE = 1.75\n", encoding="utf-8")
+    done = mkdocs_build(project, "-d", str(site))
+    assert done.returncode != 0
+    assert "loss: recorded 3.0, now 3.5" in done.stdout + done.stderr
+
+
+def test_a_failing_notebook_cell_fails_the_build_with_cell_and_line(project: Path) -> None:
+    write(project / "mkdocs.yml", NOTEBOOK_YML)
+    (project / "docs" / "part" / "nb.ipynb").write_text(notebook(
+        ("code", "x = 1"),
+        ("code", "y = 2\nraise KeyError('没有这个键')"),
+    ), encoding="utf-8")
+    done = mkdocs_build(project)
+    assert done.returncode != 0
+    assert "docs/part/nb.ipynb:cell 2:2" in done.stdout + done.stderr
+    assert "KeyError" in done.stdout + done.stderr

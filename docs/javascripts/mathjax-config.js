@@ -2,14 +2,15 @@
 // (assets/mathjax/tex-svg-full.js, copied by the book plugin): no CDN.
 window.MathJax = {
   tex: {
-    inlineMath: [["\\(", "\\)"]],
-    displayMath: [["\\[", "\\]"]],
+    // \( \) and \[ \] come from pymdownx.arithmatex; $ and $$ from notebook pages (mkdocs-jupyter).
+    inlineMath: [["\\(", "\\)"], ["$", "$"]],
+    displayMath: [["\\[", "\\]"], ["$$", "$$"]],
     processEscapes: true,
     processEnvironments: true
   },
   options: {
     ignoreHtmlClass: ".*|",
-    processHtmlClass: "arithmatex"
+    processHtmlClass: "arithmatex|jp-RenderedMarkdown"
   },
   loader: { load: [] },
   startup: { typeset: true }

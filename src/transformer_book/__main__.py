@@ -26,7 +26,7 @@ def _project_root() -> Path:
 def _session(root: Path):
     from transformer_book.book.session import BookSession
 
-    return BookSession(root, root / "snippets", root / ".book-cache", root / ".book-cache" / "report")
+    return BookSession(root, root / "snippets", root / ".book-cache", root / ".book-cache" / "report", root / "docs")
 
 
 def _normalise(ids: list[str]) -> list[str]:
@@ -38,12 +38,11 @@ def _normalise(ids: list[str]) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from transformer_book.book.discover import discover
     from transformer_book.book.execute import Task, run_snippet
     from transformer_book.book.show import show
 
     root = _project_root()
-    found = discover(root / "snippets")
+    found = _session(root).discover()
     (sid,) = _normalise([args.snippet])
     if sid not in found:
         raise SystemExit(f"unknown snippet {sid!r}; known: {', '.join(found)}")
@@ -99,9 +98,7 @@ def cmd_timing(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from transformer_book.book.discover import discover
-
-    for sid, snip in discover(_project_root() / "snippets").items():
+    for sid, snip in _session(_project_root()).discover().items():
         print(f"{sid}\t{snip.path}")
     return 0
 

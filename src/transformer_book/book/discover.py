@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import importlib.metadata
+import json
 import platform
 import sys
 from dataclasses import dataclass
@@ -20,20 +21,32 @@ VERSIONED_PACKAGES = ("torch", "numpy", "matplotlib")
 
 @dataclass(frozen=True)
 class Snippet:
-    """A snippet file: ``snippets/<part>/<name>.py`` has the id ``<part>/<name>``."""
+    """A snippet file ``snippets/<part>/<name>.py`` (id ``<part>/<name>``), or a notebook page
+    ``docs/<part>/<name>.ipynb`` (same id; its record lives in ``snippets/<part>/<name>.record.json``)."""
 
     id: str
     path: Path
+    record_path: Path
 
     @property
-    def record_path(self) -> Path:
-        return self.path.with_suffix(".record.json")
+    def is_notebook(self) -> bool:
+        return self.path.suffix == ".ipynb"
 
     def source(self) -> bytes:
-        return self.path.read_bytes()
+        """What the cache key hashes: the file, or a notebook's cell sources (not its saved outputs)."""
+        raw = self.path.read_bytes()
+        if not self.is_notebook:
+            return raw
+        try:
+            cells = json.loads(raw).get("cells", [])
+        except ValueError:
+            return raw  # a broken notebook: its error is reported when it runs
+        return json.dumps([[c.get("cell_type"), "".join(c.get("source", []))] for c in cells], ensure_ascii=False).encode()
 
     def requires(self) -> list[str]:
         """The module-level ``REQUIRES = [...]`` list, read without running the snippet."""
+        if self.is_notebook:
+            return []
         try:
             tree = ast.parse(self.source(), filename=str(self.path))
         except SyntaxError:
@@ -48,17 +61,26 @@ class Snippet:
         return []
 
 
-def discover(snippets_dir: Path) -> dict[str, Snippet]:
-    """All snippets under ``snippets_dir``; files whose name starts with ``_`` are helpers, not snippets."""
+def discover(snippets_dir: Path, notebooks_dir: Path | None = None) -> dict[str, Snippet]:
+    """All snippets under ``snippets_dir`` (files whose name starts with ``_`` are helpers, not snippets),
+    and, if ``notebooks_dir`` is given, every notebook page under it."""
     found: dict[str, Snippet] = {}
-    if not snippets_dir.is_dir():
-        return found
-    for path in sorted(snippets_dir.rglob("*.py")):
-        rel = path.relative_to(snippets_dir)
-        if any(part.startswith(("_", ".")) for part in rel.parts):
-            continue
-        sid = rel.with_suffix("").as_posix()
-        found[sid] = Snippet(sid, path)
+    if snippets_dir.is_dir():
+        for path in sorted(snippets_dir.rglob("*.py")):
+            rel = path.relative_to(snippets_dir)
+            if any(part.startswith(("_", ".")) for part in rel.parts):
+                continue
+            sid = rel.with_suffix("").as_posix()
+            found[sid] = Snippet(sid, path, path.with_suffix(".record.json"))
+    if notebooks_dir is not None and notebooks_dir.is_dir():
+        for path in sorted(notebooks_dir.rglob("*.ipynb")):
+            rel = path.relative_to(notebooks_dir)
+            if any(part.startswith((".", "_")) for part in rel.parts):
+                continue
+            sid = rel.with_suffix("").as_posix()
+            if sid in found:
+                raise ValueError(f"{path}: a snippet with the id {sid!r} exists already ({found[sid].path})")
+            found[sid] = Snippet(sid, path, snippets_dir / f"{sid}.record.json")
     return found
 
 

@@ -42,8 +42,11 @@ class SnippetError:
     line: int
     traceback: str
     deepest: str = ""  # innermost project frame, when the error was raised inside the library
+    cell: int | None = None  # for a notebook: which code cell (1-based)
 
     def location(self) -> str:
+        if self.cell is not None:
+            return f"{self.file}:cell {self.cell}:{self.line}"
         return f"{self.file}:{self.line}"
 
 
@@ -209,11 +212,52 @@ class _MissingGlyphs(logging.Handler):
             self.messages.append(msg)
 
 
+NOTEBOOK_OUTPUT = "executed_notebook"  # the result that carries a notebook's executed copy
+
+
+def _run_script(task: Task, path: Path, out: Outcome) -> tuple[dict[str, Any], list[str]]:
+    """Import a snippet file and call its compute(); returns the results and its DATA_FILES."""
+    spec = importlib.util.spec_from_file_location(f"book_snippet_{task.snippet.replace('/', '_')}", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    out.budget = getattr(module, "BUDGET_SECONDS", None)
+    compute: Callable[[], Any] | None = getattr(module, "compute", None)
+    if not callable(compute):
+        raise TypeError(f"{task.snippet}: a snippet must define compute() returning a dict of results")
+    results = compute()
+    check_results(task.snippet, results)
+    return results, list(getattr(module, "DATA_FILES", []))
+
+
+def _run_notebook(path: Path) -> dict[str, Any]:
+    """Execute a notebook page; its recorded values plus the executed notebook as an artifact."""
+    from .notebook import execute as execute_notebook
+
+    recorded, executed = execute_notebook(path)
+    return {**recorded, NOTEBOOK_OUTPUT: Artifact(executed)}
+
+
+def _notebook_error(exc: Any, path: Path, root: Path) -> SnippetError:
+    orig = exc.original
+    return SnippetError(
+        message="".join(traceback.format_exception_only(orig)).strip(),
+        file=path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path),
+        line=exc.line,
+        traceback="".join(traceback.format_exception(orig)),
+        cell=exc.cell,
+    )
+
+
 def run_snippet(task: Task, capture: bool = True) -> Outcome:
-    """Execute one snippet in this (fresh) process and return its results — never raises.
+    """Execute one snippet (or notebook page) in this (fresh) process and return its results — never raises.
 
     ``capture=False`` lets the snippet print to the terminal (``python -m transformer_book run``).
     """
+    from . import artifacts
+    from .notebook import NotebookCellError
+
     path = Path(task.path).resolve()
     root = Path(task.project_root).resolve()
     out = Outcome(snippet=task.snippet)
@@ -226,8 +270,6 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     # seconds) and size, so an edit within the same second that keeps the size would run stale code.
     sys.dont_write_bytecode = True
     sys.pycache_prefix = os.path.join(tempfile.gettempdir(), f"book-no-pycache-{os.getpid()}")
-    from . import artifacts
-
     artifacts._PATHS.clear()
     artifacts._PATHS.update(dict(task.artifacts))
     try:
@@ -237,18 +279,10 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
             # A Chinese label drawn in a font without the glyph would show as a box: fail instead.
             warnings.filterwarnings("error", message=r"Glyph \d+ .*missing from font")
             with contextlib.redirect_stdout(captured) if capture else contextlib.nullcontext():
-                spec = importlib.util.spec_from_file_location(f"book_snippet_{task.snippet.replace('/', '_')}", path)
-                assert spec and spec.loader
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[spec.name] = module
-                spec.loader.exec_module(module)
-                data_files = list(getattr(module, "DATA_FILES", []))
-                out.budget = getattr(module, "BUDGET_SECONDS", None)
-                compute: Callable[[], Any] | None = getattr(module, "compute", None)
-                if not callable(compute):
-                    raise TypeError(f"{task.snippet}: a snippet must define compute() returning a dict of results")
-                results = compute()
-                check_results(task.snippet, results)
+                if path.suffix == ".ipynb":
+                    results = _run_notebook(path)
+                else:
+                    results, data_files = _run_script(task, path, out)
                 for value in results.values():
                     if isinstance(value, Figure):
                         finalize_figure(value)
@@ -260,6 +294,8 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
                         "font: keep Chinese and $math$ in separate labels): " + "; ".join(sorted(set(glyphs.messages))[:5])
                     )
         out.results = results
+    except NotebookCellError as exc:
+        out.error = _notebook_error(exc, path, root)
     except BaseException as exc:  # noqa: BLE001 - everything is reported, with its location
         out.error = _locate(exc, path, root)
     finally:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import os
 import posixpath
+import re
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
@@ -26,19 +27,25 @@ from typing import Any
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 from mkdocs.exceptions import PluginError
-from mkdocs.plugins import BasePlugin, get_plugin_logger
+from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
 
 from . import pages as pagesyntax
 from . import report
 from .cache import atomic_write_text
-from .discover import discover
-from .results import Figure, Table, Value
+from .execute import NOTEBOOK_OUTPUT
+from .results import Artifact, Figure, Table, Value
 from .session import BookSession, BuildState, Options
 
 log = get_plugin_logger("book")
 
 GENERATED = "assets/generated"
+_EXTERNAL_SCRIPT = re.compile(
+    r"<script\b[^>]*>(?:(?!</script>).)*?(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}/(?:(?!</script>).)*</script>"
+    r"|<script\b[^>]*\bsrc=[\"'](?:https?:)?//[^\"']+[\"'][^>]*>\s*</script>"
+    r"|<script type=\"text/x-mathjax-config\">(?:(?!</script>).)*</script>",
+    re.DOTALL | re.IGNORECASE,
+)
 MATHJAX_URI = "assets/mathjax/tex-svg-full.js"
 
 
@@ -98,6 +105,7 @@ class BookPlugin(BasePlugin[BookConfig]):
                 self.snippets_dir,
                 self.project_root / cfg.cache_dir,
                 self.project_root / cfg.report_dir,
+                Path(config.docs_dir),
             )
         if cfg.mathjax and MATHJAX_URI not in [str(s) for s in config.extra_javascript]:
             config.extra_javascript.append(MATHJAX_URI)
@@ -160,18 +168,38 @@ class BookPlugin(BasePlugin[BookConfig]):
                 raise PluginError(drift)
             log.warning(drift)
 
+    @event_priority(-100)  # after mkdocs-jupyter has wrapped notebook files (we set the wrapper's source path)
     def on_files(self, files: Files, *, config: Any) -> Files:
         if self.state is not None:
             for sid, st in self.state.snippets.items():
                 for key, result in st.results.items():
                     if isinstance(result, Figure):
                         files.append(File.generated(config, f"{GENERATED}/{sid}/{key}.svg", content=result.svg))
+        self._use_executed_notebooks(files)
         if self.config.mathjax:
             import mathjax
 
             src = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5" / "tex-svg-full.js"
             files.append(File.generated(config, MATHJAX_URI, abs_src_path=str(src)))
         return files
+
+    def _use_executed_notebooks(self, files: Files) -> None:
+        """Point each notebook page at its executed copy (outputs included): what mkdocs-jupyter renders
+        and readers download. Without results (execution off, or the notebook failed) the page shows the
+        notebook as saved."""
+        if self.state is None:
+            return
+        out_dir = self.project_root / self.config.cache_dir / "notebooks"
+        for sid, st in self.state.snippets.items():
+            executed = st.results.get(NOTEBOOK_OUTPUT)
+            f = files.get_file_from_path(f"{sid}.ipynb") if st.snippet.is_notebook else None
+            if f is None or not isinstance(executed, Artifact):
+                continue
+            target = out_dir / f"{sid}.ipynb"
+            text = executed.load()
+            if not target.exists() or target.read_text(encoding="utf-8") != text:
+                atomic_write_text(target, text)
+            f.abs_src_path = str(target)
 
     # -- pages ---------------------------------------------------------------------------------------
 
@@ -211,7 +239,7 @@ class BookPlugin(BasePlugin[BookConfig]):
         if st is None and self.options.select and not any(fnmatch(ref.snippet, p) for p in self.options.select):
             return _placeholder(ref)  # a partial build (BOOK_ONLY) does not judge other authors' pages
         if st is None:
-            known = ", ".join(sorted(discover(self.snippets_dir))) or "(none)"
+            known = ", ".join(sorted(self.session.discover())) or "(none)"
             raise pagesyntax.PageRefError(ref.where, f"unknown snippet {ref.snippet!r} (snippets: {known})")
         if ref.kind == "source":
             shown.add(ref.snippet)
@@ -260,6 +288,13 @@ class BookPlugin(BasePlugin[BookConfig]):
             shown.add(ref.snippet)
             body += "\n" + _source_block(st.snippet.path, self.project_root)
         return body
+
+    def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
+        # nbconvert's template adds MathJax 2 and mermaid from CDNs to notebook pages. The site ships its own
+        # MathJax (configured to typeset notebook Markdown too), so those scripts go: the site stays offline.
+        if page.file.src_uri.endswith(".ipynb"):
+            output = _EXTERNAL_SCRIPT.sub("", output)
+        return output
 
     # -- the end -------------------------------------------------------------------------------------
 

@@ -87,15 +87,21 @@ class Options:
 class BookSession:
     """Holds what survives between builds of one ``mkdocs serve``: file hashes and the last results."""
 
-    def __init__(self, project_root: Path, snippets_dir: Path, cache_dir: Path, report_dir: Path) -> None:
+    def __init__(
+        self, project_root: Path, snippets_dir: Path, cache_dir: Path, report_dir: Path, notebooks_dir: Path | None = None
+    ) -> None:
         self.project_root = project_root
         self.snippets_dir = snippets_dir
+        self.notebooks_dir = notebooks_dir  # docs/: notebook pages are executed like snippets
         self.report_dir = report_dir
         self.hasher = FileHasher()
         self.cache = Cache(cache_dir, project_root, self.hasher)
         import transformer_book
 
         self.package_dir = str(Path(transformer_book.__file__).resolve().parent)
+
+    def discover(self) -> dict[str, Snippet]:
+        return discover(self.snippets_dir, self.notebooks_dir)
 
     def _expected_times(self) -> dict[str, float]:
         try:
@@ -105,7 +111,7 @@ class BookSession:
             return {}
 
     def build(self, options: Options, only: list[str] | None = None) -> BuildState:
-        found = discover(self.snippets_dir)
+        found = self.discover()
         requires = {sid: snip.requires() for sid, snip in found.items()}
         levels = dependency_levels(requires)
         if only is not None:
@@ -179,7 +185,7 @@ class BookSession:
                 continue
             state.drift.extend(records.compare(sid, rec, st.results))
         if complete:
-            known = {s.snippet.record_path.resolve() for s in state.snippets.values()}
+            known = {s.record_path.resolve() for s in self.discover().values()}
             for path in sorted(self.snippets_dir.rglob("*.record.json")):
                 if path.resolve() not in known:
                     state.orphan_records.append(path)
@@ -202,7 +208,7 @@ class BookSession:
 
     def requirements(self, sid: str) -> tuple[tuple[str, str], ...]:
         """Cache (or run) what ``sid`` requires; return (snippet, entry file) pairs for its Task."""
-        snip = discover(self.snippets_dir)[sid]
+        snip = self.discover()[sid]
         required = snip.requires()
         if not required:
             return ()
