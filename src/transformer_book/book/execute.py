@@ -9,6 +9,8 @@ and keeps one snippet's global state (seeds, rcParams, caches) away from the nex
 from __future__ import annotations
 
 import contextlib
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import io
 import logging
@@ -16,7 +18,6 @@ import multiprocessing
 import os
 import random
 import sys
-import tempfile
 import time
 import traceback
 import warnings
@@ -215,6 +216,38 @@ class _MissingGlyphs(logging.Handler):
 NOTEBOOK_OUTPUT = "executed_notebook"  # the result that carries a notebook's executed copy
 
 
+class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
+    """Loads a module from its source, ignoring any .pyc (see :func:`_compile_project_modules_from_source`)."""
+
+    def get_code(self, fullname: str) -> Any:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+
+class _ProjectSourceFinder(importlib.abc.MetaPathFinder):
+    def __init__(self, roots: list[Path], excluded: list[Path]) -> None:
+        self.roots, self.excluded = roots, excluded
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            return None
+        origin = Path(spec.origin).resolve()
+        if "site-packages" in origin.parts or not _is_tracked(origin, self.roots, self.excluded):
+            return None
+        spec.loader = _FreshSourceLoader(fullname, spec.origin)
+        return spec
+
+
+def _compile_project_modules_from_source(task: Task) -> None:
+    """A .pyc is trusted if the source's mtime (whole seconds) and size match, so an edit that keeps the
+    size within the same second would run stale code. Project modules are small: compile them from source;
+    libraries keep their bytecode caches."""
+    root = Path(task.project_root).resolve()
+    finder = _ProjectSourceFinder([root, Path(task.package_dir)], [ENGINE_DIR, root / ".venv"])
+    sys.meta_path.insert(0, finder)
+
+
 def _run_script(task: Task, path: Path, out: Outcome) -> tuple[dict[str, Any], list[str]]:
     """Import a snippet file and call its compute(); returns the results and its DATA_FILES."""
     spec = importlib.util.spec_from_file_location(f"book_snippet_{task.snippet.replace('/', '_')}", path)
@@ -266,10 +299,7 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     data_files: list[str] = []
     glyphs = _MissingGlyphs()
     logging.getLogger("matplotlib").addHandler(glyphs)
-    # Compile imported project modules from source: a .pyc is validated only by the source's mtime (in
-    # seconds) and size, so an edit within the same second that keeps the size would run stale code.
-    sys.dont_write_bytecode = True
-    sys.pycache_prefix = os.path.join(tempfile.gettempdir(), f"book-no-pycache-{os.getpid()}")
+    _compile_project_modules_from_source(task)
     artifacts._PATHS.clear()
     artifacts._PATHS.update(dict(task.artifacts))
     try:

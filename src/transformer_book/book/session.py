@@ -112,7 +112,13 @@ class BookSession:
 
     def build(self, options: Options, only: list[str] | None = None) -> BuildState:
         found = self.discover()
-        requires = {sid: snip.requires() for sid, snip in found.items()}
+        requires: dict[str, list[str]] = {}
+        bad_requires: dict[str, str] = {}
+        for sid, snip in found.items():
+            try:
+                requires[sid] = snip.requires()
+            except ValueError as exc:  # that snippet's error, not the whole build's
+                requires[sid], bad_requires[sid] = [], str(exc)
         levels = dependency_levels(requires)
         if only is not None:
             unknown = [s for s in only if s not in found]
@@ -136,6 +142,10 @@ class BookSession:
                 if sid not in selected:
                     continue
                 snip = found[sid]
+                if sid in bad_requires:
+                    msg = bad_requires[sid]
+                    states[sid] = SnippetState(snip, "error", error=SnippetError(msg, _rel(snip.path, self.project_root), 0, msg))
+                    continue
                 failed = [r for r in requires[sid] if r not in fingerprints]
                 if failed:
                     msg = f"required snippet(s) failed or do not exist: {', '.join(failed)}"

@@ -1,0 +1,40 @@
+"""第 15 节练习 1：两个词的自注意力，手算的每一步用代码再算一遍。
+
+q₁ = (1, 0)，q₂ = (0, 1)；k₁ = (1, 1)，k₂ = (1, −1)；v₁ = (1, 0)，v₂ = (0, 1)；d_k = 2。
+"""
+
+import numpy as np
+
+from transformer_book.attention_numpy import attention
+from transformer_book.book import Table, Value
+
+Q = np.array([[1.0, 0.0], [0.0, 1.0]])
+K = np.array([[1.0, 1.0], [1.0, -1.0]])
+V = np.array([[1.0, 0.0], [0.0, 1.0]])
+
+
+def compute():
+    output, weights, scores = attention(Q, K, V)  # 打分已除以 √d_k
+    rows = [[f"词 {i + 1}", *scores[i], *weights[i], *output[i]] for i in range(2)]
+    return {
+        "table": Table(
+            columns=["查询", "对 $k_1$ 的打分", "对 $k_2$ 的打分", "$k_1$ 的权重", "$k_2$ 的权重", "输出第 1 维", "输出第 2 维"],
+            rows=rows,
+            formats=["", ".3f", ".3f", ".3f", ".3f", ".3f", ".3f"],
+        ),
+        "scaled_score": Value(scores[0, 0], ".3f"),
+        "score_gap": Value(scores[1, 0] - scores[1, 1], ".3f"),
+        "w1_row1": Value(weights[0, 0], ".1f"),
+        "w1_row2": Value(weights[1, 0], ".3f"),
+        "w2_row2": Value(weights[1, 1], ".3f"),
+        "o1_first": Value(output[0, 0], ".1f"),
+        "o1_second": Value(output[0, 1], ".1f"),
+        "o2_first": Value(output[1, 0], ".3f"),
+        "o2_second": Value(output[1, 1], ".3f"),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)
