@@ -1,0 +1,70 @@
+"""第 6.2 节：多头注意力前向计算中每一步的形状，以及与 PyTorch 自带的 nn.MultiheadAttention 对照。
+
+形状不是手写的：让参考实现的 ``MultiHeadAttention`` 真的算一次，用 ``trace_shapes`` 记下每个张量运算的
+输出形状。为了能把数字换回符号，各个尺寸取两两不同的值：B = 2，T = 5，d = 12，h = 3，d_h = 4。
+然后把同一组权重复制进 ``torch.nn.MultiheadAttention``（d = 64，8 个头，带因果掩码），比较两者的输出
+和每个头的注意力权重。
+"""
+
+import torch
+
+from transformer_book.book import Table, Tolerance, Value
+from transformer_book.retrieval import compare_with_torch_mha, symbolic_shape, trace_shapes
+from transformer_book.transformer import MultiHeadAttention
+
+B, T, D, H = 2, 5, 12, 3
+NAMES = {B: "B", T: "T", D: "d", H: "h", D // H: "d_h", 3 * D: "3d"}  # 尺寸两两不同，才能换回符号
+
+# 参考实现的前向计算依次调用的运算，以及每一步在做什么
+EXPECTED = [
+    ("linear", "in_proj：一次矩阵乘法算出 Q、K、V"),
+    ("split", "沿最后一维切成 Q、K、V"),
+    ("view", "Q：最后一维拆成 $h$ 个头，每头 $d_h$ 维"),
+    ("transpose", "Q：把“头”挪到序列前面"),
+    ("view", "K：同上"),
+    ("transpose", "K：同上"),
+    ("view", "V：同上"),
+    ("transpose", "V：同上"),
+    ("transpose", r"$K^\top$：交换最后两维"),
+    ("matmul", r"打分 $QK^\top$：每个头一个 $T \times T$ 矩阵"),
+    ("div", r"除以 $\sqrt{d_h}$"),
+    ("softmax", "按行 softmax，得到注意力权重"),
+    ("matmul", "权重乘 V"),
+    ("transpose", "把“头”挪回序列后面"),
+    ("reshape", "$h$ 个头拼回 $d$ 维"),
+    ("linear", "out_proj：乘 $W^O$，混合各头"),
+]
+
+EPS_FLOAT32 = Tolerance(abs=1e-6, reason="float32 舍入误差的具体大小取决于 CPU 与 BLAS 的求和顺序")
+
+
+def compute():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(d_model=D, n_heads=H)
+    x = torch.randn(B, T, D)  # (B, T, d)
+    _, steps = trace_shapes(mha, x)
+    assert [s.op for s in steps] == [op for op, _ in EXPECTED], f"前向计算的运算序列变了：{[s.op for s in steps]}"
+    rows = []
+    for step, (_, meaning) in zip(steps, EXPECTED):
+        (shape,) = set(step.shapes)  # 只有 split 有多个输出（三个形状相同）
+        times = f"{len(step.shapes)} 个 " if len(step.shapes) > 1 else ""
+        numeric, symbolic = times + str(shape), times + f"${symbolic_shape(shape, NAMES)}$"
+        rows.append([f"`{step.op}`", meaning, numeric, symbolic])
+    shapes = Table(columns=["运算", "作用", "输出形状（实际）", "输出形状（符号）"], rows=rows)
+
+    big = MultiHeadAttention(d_model=64, n_heads=8)
+    x_big = torch.randn(4, 10, 64)  # (B, T, d)
+    causal = torch.ones(10, 10, dtype=torch.bool).tril()  # True = 可以关注
+    out_diff, weight_diff = compare_with_torch_mha(big, x_big, causal)
+    assert max(out_diff, weight_diff) < 1e-5, "复制权重之后两者应当只差浮点误差"
+    return {
+        "shapes": shapes,
+        "output_diff": Value(out_diff, ".1e", tolerance=EPS_FLOAT32),
+        "weights_diff": Value(weight_diff, ".1e", tolerance=EPS_FLOAT32),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

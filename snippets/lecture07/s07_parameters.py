@@ -1,0 +1,53 @@
+"""第 7.5 节：一个 Transformer 块的参数量 12d² + 13d，以及 GPT-2 small 大小的模型。
+
+对 d = 64、128、768，搭一个真实的 TransformerBlock（Pre-LN，含偏置），按部分数参数，与公式对照。
+再用同一份代码搭一个 GPT-2 small 大小的 TransformerLM：V = 50257，L_max = 1024，d = 768，12 层，12 个头，
+可学习的位置嵌入，输出层与词嵌入共享。模型搭在 meta 设备上，只有形状、不占内存。
+"""
+
+from transformer_book.book import Table, Value
+from transformer_book.depth_study import block_parameter_breakdown, block_parameter_formula, gpt2_small_breakdown
+
+WIDTHS = [64, 128, 768]
+PARTS = {"attention": "注意力", "ffn": "前馈网络", "layer_norms": "两个层归一化", "total": "整个块（数出）"}
+
+
+def compute():
+    rows = []
+    for d in WIDTHS:
+        counted, formula = block_parameter_breakdown(d), block_parameter_formula(d)
+        assert counted == formula, f"d = {d}：公式 {formula} 与实际 {counted} 不符"
+        rows.append([d, *[counted[p] for p in PARTS], formula["total"], counted["total"] == formula["total"]])
+    per_block = Table(
+        columns=["$d$", *PARTS.values(), "公式 $12d^2+13d$", "一致"],
+        rows=[[*r[:-1], "是" if r[-1] else "否"] for r in rows],
+        formats=["d", ",d", ",d", ",d", ",d", ",d", ""],
+    )
+
+    gpt2 = gpt2_small_breakdown()
+    assert gpt2["head_is_embedding"], "输出层应当与词嵌入共享同一个矩阵"
+    parts = ["token_embedding", "position_embedding", "blocks", "final_norm"]
+    assert sum(gpt2[p] for p in parts) == gpt2["total"], "各部分加起来应当等于总数"
+    share = {p: gpt2[p] / gpt2["total"] for p in parts}
+    names = {"token_embedding": "词嵌入 $Vd$（与输出层共享）", "position_embedding": r"位置嵌入 $L_{\max} d$",
+             "blocks": "12 个块", "final_norm": "最后的层归一化 $2d$"}
+    gpt2_table = Table(
+        columns=["部分", "参数个数", "占比"],
+        rows=[*[[names[p], gpt2[p], share[p]] for p in parts], ["合计", gpt2["total"], 1.0]],
+        formats=["", ",d", ".2%"],
+    )
+    ffn_share = block_parameter_formula(768)["ffn"] / block_parameter_formula(768)["total"]
+    return {
+        "per_block": per_block,
+        "gpt2": gpt2_table,
+        "gpt2_total": Value(gpt2["total"], ",d"),
+        "gpt2_embedding_share": Value(share["token_embedding"], ".1%"),
+        "gpt2_blocks_share": Value(share["blocks"], ".1%"),
+        "ffn_share_768": Value(ffn_share, ".1%"),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)
