@@ -89,8 +89,10 @@ def timing_table(rows: Iterable[dict[str, Any]]) -> str:
             total_ran += r["seconds"]
         b = f"{budget:g}" if budget is not None else "-"
         out.append(f"{r['snippet']:<{width}}  {r['status']:<7} {r['seconds']:8.2f}  {b:>6}{over}")
-    n_cached = sum(r["status"] == "cached" for r in rows)
-    out.append(f"{len(rows)} snippets: {len(rows) - n_cached} executed ({total_ran:.1f} s of compute), {n_cached} from cache")
+    count = {status: sum(r["status"] == status for r in rows) for status in ("ran", "cached", "error", "skipped")}
+    summary = f"{len(rows)} snippets: {count['ran']} executed ({total_ran:.1f} s of compute), {count['cached']} from cache"
+    summary += "".join(f", {count[s]} {s}" for s in ("error", "skipped") if count[s])
+    out.append(summary)
     return "\n".join(out)
 
 
