@@ -108,12 +108,13 @@ def main() -> None:
         project = copy_project(Path(tmp) / "book")
         site = Path(tmp) / "site"
         cold = build(project, site)
+        timing = (project / ".book-cache" / "report" / "timing.txt").read_text(encoding="utf-8")
         warm = min(build(project, site) for _ in range(3))
         plain = min(build(project, site, BOOK_EXECUTE="0") for _ in range(3))
-        timing = (project / ".book-cache" / "report" / "timing.txt").read_text(encoding="utf-8")
         compute = re.search(r"\(([0-9.]+) s of compute\)", timing)
         print(f"cores: {os.cpu_count()}")
-        print(f"cold build (empty cache):   {cold:6.2f} s   (snippet compute in the cold run: {compute.group(1) if compute else '?'} s)")
+        print(f"cold build (empty cache):   {cold:6.2f} s   (snippet compute in the cold run: {compute.group(1) if compute else '?'} s,"
+              f" {os.cpu_count()} workers: ideal ≈ plain + compute / cores)")
         print(f"warm build (all cached):    {warm:6.2f} s")
         print(f"plain build (execution off): {plain:5.2f} s")
         print(f"warm / plain:               {warm / plain:6.2f}   (goal ≤ 1.2)")
