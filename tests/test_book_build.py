@@ -122,3 +122,17 @@ def test_no_heading_contains_math() -> None:
             if not in_code and re.match(r"^#{1,6} ", line) and ("$" in line or "\\(" in line):
                 offenders.append(f"{md.relative_to(ROOT)}:{i}: {line}")
     assert offenders == []
+
+
+def test_the_site_ships_a_chinese_web_font_covering_every_character_it_shows(built_site: Path) -> None:
+    from fontTools.ttLib import TTFont
+
+    from transformer_book.book.webfont import used_characters
+
+    font = built_site / "assets" / "fonts" / "book-cjk.woff2"
+    cmap = TTFont(str(font))["cmap"].getBestCmap()
+    missing = [ch for ch in used_characters(built_site) if ord(ch) not in cmap]
+    assert missing == []
+    assert font.stat().st_size < 1_500_000, "the subset should hold only the characters the site uses"
+    css = (built_site / "stylesheets" / "book.css").read_text(encoding="utf-8")
+    assert 'url("../assets/fonts/book-cjk.woff2")' in css

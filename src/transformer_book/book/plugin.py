@@ -47,6 +47,7 @@ _EXTERNAL_SCRIPT = re.compile(
     re.DOTALL | re.IGNORECASE,
 )
 MATHJAX_URI = "assets/mathjax/tex-svg-full.js"
+WEBFONT_URI = "assets/fonts/book-cjk.woff2"  # declared in docs/stylesheets/book.css
 
 
 class BookConfig(base.Config):
@@ -58,6 +59,7 @@ class BookConfig(base.Config):
     ci = c.Type(bool, default=False)
     workers = c.Type(int, default=0)
     mathjax = c.Type(bool, default=True)
+    webfont = c.Type(bool, default=True)  # a Chinese web font cut to the characters the site uses
     watch = c.ListOfItems(c.Type(str), default=["src", "snippets", "data"])
 
 
@@ -299,6 +301,7 @@ class BookPlugin(BasePlugin[BookConfig]):
     # -- the end -------------------------------------------------------------------------------------
 
     def on_post_build(self, *, config: Any) -> None:
+        self._write_webfont(Path(config.site_dir))
         if self.state is None or not self.options.execute:
             return
         table = report.timing_table(self.timing_rows)
@@ -307,6 +310,17 @@ class BookPlugin(BasePlugin[BookConfig]):
         log.info("snippet timing (also in %s):\n%s", (self.session.report_dir / "timing.txt").as_posix(), table)
         for line in report.over_budget(self.timing_rows):
             log.info("over budget: " + line)
+
+
+    def _write_webfont(self, site_dir: Path) -> None:
+        if not self.config.webfont:
+            return
+        from transformer_book.plotting import FONT_PATH  # the same OFL font the figures use
+
+        from .webfont import write_subset
+
+        out, n, hit = write_subset(FONT_PATH, site_dir, WEBFONT_URI, self.project_root / self.config.cache_dir / "fonts")
+        log.debug(f"Chinese web font: {n} characters, {out.stat().st_size // 1024} KB ({'cached' if hit else 'new'})")
 
 
 def _front_matter_lines(abs_src_path: str | None, markdown: str) -> int:
