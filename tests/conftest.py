@@ -13,7 +13,12 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole book, built once per test run exactly as CI builds it: every snippet executed afresh,
-    every result checked against its record, strict (any warning fails)."""
+    every result checked against its record, strict (any warning fails).
+
+    ``BOOK_SITE_DIR=/path/to/site`` reuses a site built beforehand instead (while writing site tests)."""
+    prebuilt = os.environ.get("BOOK_SITE_DIR")
+    if prebuilt:  # for working on the site tests: reuse a site you built (never set in CI)
+        return Path(prebuilt)
     site = tmp_path_factory.mktemp("site")
     env = {**os.environ, "BOOK_CI": "1", "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run(
