@@ -55,8 +55,11 @@ class Tolerance:
 
 def _plain(x: Any) -> Any:
     """Turn numpy / torch scalars into plain Python values (records are JSON)."""
-    if isinstance(x, (bool, int, float, str)) or x is None:
+    if x is None or type(x) in (bool, int, float, str):
         return x
+    for kind in (bool, int, float, str):  # subclasses such as numpy.float64 become the plain type
+        if isinstance(x, kind):
+            return kind(x)
     item = getattr(x, "item", None)
     if callable(item):
         try:

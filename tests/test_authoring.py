@@ -1,0 +1,138 @@
+"""Everything docs/authoring.md (如何参与写作) tells an author to type, typed in a scratch copy of the book."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PAGE = ROOT / "docs" / "authoring.md"
+
+
+def blocks(lang: str) -> list[str]:
+    text = PAGE.read_text(encoding="utf-8")
+    return [m.group(1) for m in re.finditer(rf"^```{lang}\n(.*?)^```", text, re.M | re.S)]
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small book: the real mkdocs.yml (without the nav), the page the guide writes, its snippet."""
+    root = tmp_path_factory.mktemp("book")
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    (root / "mkdocs.yml").write_text(config[: config.index("\nnav:")] + "\n", encoding="utf-8")
+    shutil.copy2(ROOT / "search-terms.txt", root / "search-terms.txt")
+    for sub in ("stylesheets", "javascripts"):
+        shutil.copytree(ROOT / "docs" / sub, root / "docs" / sub)
+    (root / "docs" / "index.md").write_text("# 首页\n", encoding="utf-8")
+    (root / "docs" / "lecture07").mkdir(parents=True)
+    (root / "docs" / "lecture07" / "demo.md").write_text("# 演示\n\n" + blocks("text")[0], encoding="utf-8")
+    (root / "snippets" / "lecture07").mkdir(parents=True)
+    (root / "snippets" / "lecture07" / "demo_softmax.py").write_text(blocks("python")[0], encoding="utf-8")
+    return root
+
+
+def run(command: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "NO_MKDOCS_2_WARNING": "1"}
+    for var in ("BOOK_CI", "BOOK_FRESH", "BOOK_EXECUTE", "BOOK_ONLY"):
+        env.pop(var, None)
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def command(pattern: str) -> str:
+    found = [b.strip() for b in blocks("bash") if re.search(pattern, b)]
+    assert len(found) == 1, f"the guide should show exactly one command matching {pattern!r}"
+    return found[0]
+
+
+def test_every_command_in_the_guide_is_tested_here() -> None:
+    tested = ["^mkdocs serve", "BOOK_ONLY=", "transformer_book run", "BOOK_FRESH=1", "transformer_book accept",
+              "transformer_book timing", "transformer_book list"]
+    for b in blocks("bash"):
+        assert any(re.search(p, b) for p in tested), f"an untested command in the guide: {b!r}"
+
+
+def test_building_the_guides_snippet_and_page_renders_its_table_figure_and_numbers(scratch: Path) -> None:
+    done = run(command("BOOK_FRESH=1"), scratch)
+    assert done.returncode == 0, done.stdout + done.stderr
+    html = (scratch / "site" / "lecture07" / "demo" / "index.html").read_text(encoding="utf-8")
+    assert "表 1　softmax 的输入与输出" in html and "0.659" in html and "66%" in html
+    assert "assets/generated/lecture07/demo_softmax/figure.svg" in html
+    assert (scratch / "snippets" / "lecture07" / "demo_softmax.record.json").exists()
+    assert "lecture07/demo_softmax" in done.stderr and "ran" in done.stderr  # the timing table
+
+
+def test_book_only_builds_just_the_named_snippets(scratch: Path) -> None:
+    done = run(command("BOOK_ONLY="), scratch)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_running_one_snippet_prints_its_results(scratch: Path) -> None:
+    done = run(command("transformer_book run"), scratch)
+    assert done.returncode == 0, done.stderr
+    assert "top_weight = 0.659" in done.stdout
+    done = run("python snippets/lecture07/demo_softmax.py", scratch)
+    assert done.returncode == 0 and "top_weight = 0.659" in done.stdout
+
+
+def test_accept_prints_old_to_new_after_a_deliberate_change(scratch: Path) -> None:
+    run(command("BOOK_FRESH=1"), scratch)
+    snippet = scratch / "snippets" / "lecture07" / "demo_softmax.py"
+    original = snippet.read_text(encoding="utf-8")
+    snippet.write_text(original.replace("[2.0, 1.0, 0.1]", "[3.0, 1.0, 0.1]"), encoding="utf-8")
+    try:
+        drift = run("mkdocs build --strict", scratch)
+        assert drift.returncode != 0 and "top_weight: recorded 0.659" in drift.stdout + drift.stderr
+        done = run(command("transformer_book accept"), scratch)
+        assert done.returncode == 0, done.stderr
+        assert re.search(r"~ top_weight: 0\.659\d* → 0\.8", done.stdout)
+        assert run("mkdocs build --strict", scratch).returncode == 0
+    finally:
+        snippet.write_text(original, encoding="utf-8")
+        run(command("transformer_book accept"), scratch)
+
+
+def test_timing_and_list_show_the_snippets(scratch: Path) -> None:
+    run(command("BOOK_FRESH=1"), scratch)
+    timing = run(command("transformer_book timing"), scratch)
+    assert timing.returncode == 0 and "lecture07/demo_softmax" in timing.stdout
+    listing = run(command("transformer_book list"), scratch)
+    assert listing.returncode == 0 and "lecture07/demo_softmax" in listing.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_mkdocs_serve_starts_and_serves_the_page(scratch: Path) -> None:
+    import urllib.request
+
+    port = free_port()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.Popen(
+        ["bash", "-c", command("^mkdocs serve") + f" -a 127.0.0.1:{port}"],
+        cwd=scratch, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/lecture07/demo/", timeout=5) as r:
+                    assert "softmax 的输入与输出" in r.read().decode("utf-8")
+                    return
+            except OSError:
+                time.sleep(0.5)
+        pytest.fail("mkdocs serve did not serve the page within 300 s")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
