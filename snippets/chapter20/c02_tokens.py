@@ -1,0 +1,46 @@
+"""第 20 章第一步：用字符级分词器把“春风又绿江南岸”切成词元、换成编号。
+
+两张词表对照：一张只由这句诗本身建立（七个字都认识），一张由实践 P08 的训练语料建立
+（约一千多个不同的字符）。同一句话在两张词表里的编号完全不同，语料里没出现过的字变成 <unk>。
+"""
+
+from transformer_book import p08
+from transformer_book.book import Table, Value
+from transformer_book.char_tokenizer import UNK, CharTokenizer
+
+LINE = "春风又绿江南岸"
+
+
+def shown(token):
+    """特殊词元写成代码样式（<unk> 不能直接放进网页，会被当成 HTML 标签）。"""
+    return f"`{token}`" if token.startswith("<") else token
+
+
+def compute():
+    toy = CharTokenizer.from_text(LINE)  # 词表只有这句诗的七个字（外加 <pad>、<unk>）
+    corpus = p08.prepare_data().tokenizer  # 词表来自 P08 的训练语料
+    toy_ids, corpus_ids = toy.encode(LINE), corpus.encode(LINE)
+    assert toy.decode(toy_ids) == LINE, "只由这句话建立的词表应当能原样还原它"
+    unknown = [ch for ch, tok in zip(LINE, corpus.tokens(LINE)) if tok == UNK]
+    assert unknown, "这个例子要演示语料里没有的字"
+
+    rows = [[ch, toy_id, shown(tok), corpus_id] for ch, toy_id, tok, corpus_id in zip(LINE, toy_ids, corpus.tokens(LINE), corpus_ids)]
+    frequent = corpus.vocab[2:7]  # 语料里最常见的五个字符：编号 2 到 6
+    return {
+        "tokens": Table(columns=["字符", "玩具词表中的编号", "P08 词表中的词元", "P08 词表中的编号"], rows=rows),
+        "toy_tokens": Value(" | ".join(toy.tokens(LINE))),
+        "toy_ids": Value(" | ".join(str(i) for i in toy_ids)),
+        "toy_vocab_size": Value(toy.vocab_size, "d"),
+        "corpus_vocab_size": Value(corpus.vocab_size, ",d"),
+        "n_chars": Value(len(LINE), "d"),
+        "n_tokens": Value(len(corpus_ids), "d"),
+        "unknown_chars": Value("、".join(f"「{ch}」" for ch in unknown)),
+        "corpus_decoded": Value(f"`{corpus.decode(corpus_ids)}`"),  # 写成代码样式：<unk> 不会被当成 HTML 标签
+        "most_frequent": Value("、".join(f"「{ch}」" if ch not in "\n" else "换行符" for ch in frequent)),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

@@ -1,0 +1,86 @@
+"""第 20 章第二步：编号经嵌入矩阵查表变成向量。
+
+先看形状：P08 模型的嵌入矩阵是 V × d，一批 B 段、每段 T 个编号查表后得到 B × T × d 的张量，
+查表与“独热向量乘嵌入矩阵”结果完全相同。再看内容：训练前后，几个字在嵌入空间里最近的邻居
+（余弦相似度）——训练前是随机的，训练后相近用法的字靠到了一起。
+"""
+
+import torch
+
+from transformer_book import p08
+from transformer_book.book import Table, Tolerance, Value, artifact
+from transformer_book.char_tokenizer import CharTokenizer
+from transformer_book.transformer import count_parameters
+
+REQUIRES = ["chapter20/p08_train"]
+LINES = ["春风又绿江南岸", "一月二日，晴。"]  # 两段，各 7 个字：B = 2，T = 7
+PROBES = ["春", "他", "说", "红", "一"]
+# 断言里要用的“同类字”：正文据此说相近用法的字靠到了一起
+KINDRED = {"春": "夏秋冬", "他": "她我你您它们", "说": "问讲笑听看喊答叫", "红": "绿蓝紫橙黄白黑灰", "一": "两几三四五六七八九十半每这那"}
+TRAINED = Tolerance(rel=0.05, abs=0.01, reason="训练得到的嵌入，不同 CPU 上训练结果略有差别")
+
+
+def neighbours(embedding, tokenizer, ch, k=5):
+    """与字 ch 余弦相似度最高的 k 个字（不含它自己和特殊词元）及相似度。"""
+    E = torch.nn.functional.normalize(embedding, dim=1)  # (V, d)，每行长度为 1
+    sims = E @ E[tokenizer.encode(ch)[0]]  # (V,)
+    sims[:2] = -2.0  # 不考虑 <pad>、<unk>
+    sims[tokenizer.encode(ch)[0]] = -2.0
+    top = sims.topk(k)
+    return [tokenizer.vocab[i] for i in top.indices.tolist()], top.values.tolist()
+
+
+def compute():
+    config = p08.P08Config(**artifact("chapter20/p08_train", "config"))
+    tok = CharTokenizer.from_state(artifact("chapter20/p08_train", "tokenizer"))
+    torch.manual_seed(config.seed)
+    untrained = p08.build_model(config, tok.vocab_size).eval()  # 与训练开始时同样的初始化
+    trained = p08.load_model(artifact("chapter20/p08_train", "model"), config, tok.vocab_size)
+
+    ids = torch.tensor([tok.encode(line) for line in LINES])  # (B, T)
+    E = untrained.tok_emb.weight.detach()  # (V, d)
+    with torch.no_grad():
+        X = untrained.tok_emb(ids)  # (B, T, d)
+    one_hot = torch.nn.functional.one_hot(ids, tok.vocab_size).float()  # (B, T, V)
+    lookup_vs_matmul = float((one_hot @ E - X).abs().max())
+    assert lookup_vs_matmul == 0.0, "查表就是用独热向量乘嵌入矩阵：结果应当一模一样"
+    assert torch.equal(X[0, 0], E[ids[0, 0]]), "第一个位置的向量就是嵌入矩阵中“春”那一行"
+
+    def shape(t):
+        return " × ".join(str(n) for n in t.shape)
+
+    shapes = Table(
+        columns=["张量", "形状", "含义"],
+        rows=[
+            ["词元编号", shape(ids), "B 段文字，每段 T 个编号"],
+            ["嵌入矩阵 $E$", shape(E), "词表里每个词元一行，每行 d 个数"],
+            ["查表结果 $X$", shape(X), "每个编号换成了 $E$ 中对应的那一行"],
+        ],
+    )
+
+    rows = []
+    for ch in PROBES:
+        before, _ = neighbours(untrained.tok_emb.weight.detach(), tok, ch)
+        after, sims = neighbours(trained.tok_emb.weight.detach(), tok, ch)
+        kin = sum(c in KINDRED[ch] for c in after)
+        assert kin >= 2, f"训练后「{ch}」最近的 5 个字里应当至少有 2 个同类字，实际是 {after}"
+        rows.append([ch, " ".join(before), " ".join(after), sims[0]])
+    n_emb = E.numel()
+    return {
+        "shapes": shapes,
+        "neighbours": Table(
+            columns=["字", "训练前最近的 5 个字", "训练后最近的 5 个字", "训练后最高的余弦相似度"],
+            rows=rows, formats=["", "", "", ".2f"], tolerance=TRAINED,
+        ),
+        "vocab_size": Value(tok.vocab_size, ",d"),
+        "d_model": Value(config.d_model, "d"),
+        "embedding_params": Value(n_emb, ",d"),
+        "embedding_share": Value(n_emb / count_parameters(untrained), ".0%"),
+        "lookup_vs_matmul": Value(lookup_vs_matmul, ".1f"),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

@@ -1,0 +1,78 @@
+"""第 20 章：因果掩码。
+
+1. 可见性表直接取自 P08 模型（``TransformerLM(causal=True)``）里登记的掩码 ``causal_mask`` 的左上角 4 × 4。
+2. 沿用上一页四个词元的例子（同一个种子、同样的抽取顺序），加上这个掩码重算注意力权重；
+   再演示“先 softmax、后把未来位置清零”这种错误顺序会让每行权重之和不再是 1。
+3. 在一个 P08 结构的模型上检查两件事：换掉最后一个词元，前面各位置的输出一点不变；
+   整段一次并行算出的每个位置，与只把前缀交给模型单独计算的结果相同。
+"""
+
+import math
+
+import torch
+
+from transformer_book import p08
+from transformer_book.book import Table, Tolerance, Value
+from transformer_book.transformer import scaled_dot_product_attention
+
+TOKENS = "春风又绿"
+D_MODEL, D_K = 8, 4
+SENTENCE = "一月二日，晴。早上醒得比平时晚"
+FLOAT32 = Tolerance(abs=1e-6, reason="float32 舍入误差的大小取决于 CPU 与 BLAS 的分块方式")
+
+
+def compute():
+    tok = p08.prepare_data().tokenizer
+    torch.manual_seed(0)
+    model = p08.build_model(p08.P08Config(), tok.vocab_size).eval()  # 未训练：这里只检查结构上的性质
+    mask = model.causal_mask[: len(TOKENS), : len(TOKENS)]  # (T, T)，True = 可以关注
+    visibility = Table(
+        columns=["查询位置", *[f"位置 {j + 1}（{ch}）" for j, ch in enumerate(TOKENS)]],
+        rows=[[f"位置 {i + 1}（{ch}）", *["可见" if ok else "–" for ok in row]] for i, (ch, row) in enumerate(zip(TOKENS, mask.tolist()))],
+    )
+
+    g = torch.Generator().manual_seed(0)  # 与上一页的片段相同
+    X = torch.randn(len(TOKENS), D_MODEL, generator=g)  # (T, d)
+    W_q, W_k, W_v = (torch.randn(D_MODEL, D_K, generator=g) / math.sqrt(D_MODEL) for _ in range(3))
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v  # 各 (T, d_k)
+    _, weights = scaled_dot_product_attention(Q, K, V, mask)  # 掩码在 softmax 之前
+    assert torch.all(weights[~mask] == 0) and torch.allclose(weights.sum(-1), torch.ones(len(TOKENS)))
+    _, unmasked = scaled_dot_product_attention(Q, K, V)
+    assert torch.allclose(weights[-1], unmasked[-1]), "最后一行什么都看得见，应当与不加掩码时相同"
+    wrong = torch.softmax(Q @ K.T / math.sqrt(D_K), dim=-1).masked_fill(~mask, 0.0)  # 错误：softmax 之后才清零
+    wrong_sums = wrong.sum(-1)
+    assert torch.all(wrong_sums[:-1] < 1 - 1e-3), "错误的顺序下，前几行的权重之和应当小于 1"
+
+    ids = torch.tensor([tok.encode(SENTENCE)])  # (1, T)
+    changed = ids.clone()
+    changed[0, -1] = (changed[0, -1] + 1) % model.tok_emb.num_embeddings  # 只换掉最后一个词元
+    with torch.no_grad():
+        logits, logits_changed = model(ids), model(changed)  # 各 (1, T, V)
+        earlier_diff = float((logits[0, :-1] - logits_changed[0, :-1]).abs().max())
+        last_diff = float((logits[0, -1] - logits_changed[0, -1]).abs().max())
+        # 逐个前缀单独计算：位置 t 只把前 t 个词元交给模型
+        prefix = torch.stack([model(ids[:, : t + 1])[0, -1] for t in range(ids.size(1))])  # (T, V)
+        prefix_diff = float((prefix - logits[0]).abs().max())
+    assert earlier_diff == 0.0, "换掉最后一个词元，前面各位置的输出应当完全不变"
+    assert last_diff > 1e-4, "最后一个位置自己的输出应当改变"
+    assert prefix_diff < 1e-4, "并行计算与逐个前缀计算应当只差浮点误差"
+
+    return {
+        "visibility": visibility,
+        "weights": Table(columns=["查询 \\ 被查看", *TOKENS],
+                         rows=[[q, *row] for q, row in zip(TOKENS, weights.tolist())],
+                         formats=["", *[".3f"] * len(TOKENS)]),
+        "wrong_order": Table(columns=["查询位置", "正确顺序：每行之和", "错误顺序：每行之和"],
+                             rows=[[f"位置 {i + 1}（{ch}）", float(weights[i].sum()), float(wrong_sums[i])] for i, ch in enumerate(TOKENS)],
+                             formats=["", ".3f", ".3f"]),
+        "sentence_length": Value(ids.size(1), "d"),
+        "earlier_diff": Value(earlier_diff, ".1f"),
+        "last_diff": Value(last_diff, ".3f", tolerance=Tolerance(rel=1e-4, reason="float32 前向计算")),
+        "prefix_diff": Value(prefix_diff, ".1e", tolerance=FLOAT32),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

@@ -1,0 +1,73 @@
+"""第 20 章：多头注意力的形状，从一次真实的前向计算里读出来。
+
+让参考实现的 ``MultiHeadAttention``（P08 模型的宽度 d = 128、4 个头）带着因果掩码算一次，
+用 ``p08.trace_ops`` 记下每个张量运算的输出形状，再把数字换回记号。为了换得回去，
+各尺寸取两两不同的值：B = 2，T = 6，d = 128，H = 4，d_h = 32。
+另外数一数：头数变化时，多头注意力的参数个数变不变。
+"""
+
+import torch
+
+from transformer_book import p08
+from transformer_book.book import Table, Value
+from transformer_book.transformer import MultiHeadAttention, count_parameters
+
+B, T = 2, 6
+CONFIG = p08.P08Config()
+D, H = CONFIG.d_model, CONFIG.n_heads
+SYMBOLS = {B: "B", T: "T", D: r"d_{\text{model}}", H: "H", D // H: "d_h", 3 * D: r"3d_{\text{model}}"}
+OPS = ["linear", "split", "view", "transpose", "matmul", "div", "masked_fill", "softmax", "reshape"]
+# 去掉重复之后，前向计算依次经过的运算，以及每一步在做什么
+STAGES = [
+    ("linear", "输入 $X$ 乘打包的 $[W^Q; W^K; W^V]$"),
+    ("split", "切成 $Q$、$K$、$V$ 三份"),
+    ("view", "最后一维拆成 $H$ 个头（$Q$、$K$、$V$ 各做一次）"),
+    ("transpose", "把头维度挪到序列维度前面"),
+    ("transpose", r"$K^\top$：交换最后两维"),
+    ("matmul", r"打分 $QK^\top$：每个头一张 $T \times T$ 的表"),
+    ("div", r"除以 $\sqrt{d_h}$"),
+    ("masked_fill", "因果掩码：未来位置记为 $-\\infty$"),
+    ("softmax", "按行 softmax，得到注意力权重"),
+    ("matmul", "权重乘 $V$"),
+    ("transpose", "把头维度挪回序列维度后面"),
+    ("reshape", "各头拼接：$H$ 个 $d_h$ 维拼回一个向量"),
+    ("linear", "输出投影 $W^O$"),
+]
+
+
+def compute():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(d_model=D, n_heads=H)
+    x = torch.randn(B, T, D)  # (B, T, d)
+    mask = torch.ones(T, T, dtype=torch.bool).tril()  # True = 可以关注
+    with torch.no_grad():
+        (out, _), ops = p08.trace_ops(lambda: mha(x, mask=mask), OPS)
+    kept, seen = [], set()
+    for op in ops:  # Q、K、V 各自的 view / transpose 形状相同，只留第一次；第二次 masked_fill 是防 NaN 的保护
+        if (op.name, op.shapes) not in seen:
+            seen.add((op.name, op.shapes))
+            kept.append(op)
+    assert [op.name for op in kept] == [name for name, _ in STAGES], f"前向计算的运算序列变了：{[op.name for op in kept]}"
+    assert out.shape == x.shape, "多头注意力的输出与输入形状相同"
+
+    rows = [["输入 $X$", "—", f"${p08.symbolic_shape(x.shape, SYMBOLS)}$", " × ".join(map(str, x.shape))]]
+    for op, (_, meaning) in zip(kept, STAGES):
+        (shape,) = set(op.shapes)  # split 有三个形状相同的输出
+        times = f"{len(op.shapes)} 个 " if len(op.shapes) > 1 else ""
+        rows.append([meaning, f"`{op.name}`", times + f"${p08.symbolic_shape(shape, SYMBOLS)}$", times + " × ".join(map(str, shape))])
+
+    heads = [1, 2, 4, 8]
+    counts = [count_parameters(MultiHeadAttention(d_model=D, n_heads=h)) for h in heads]
+    assert len(set(counts)) == 1, "头数不改变多头注意力的参数个数"
+    return {
+        "trace": Table(columns=["阶段", "代码里的运算", "形状（记号）", "本例的形状"], rows=rows),
+        "params_by_heads": Table(columns=["头数 $H$", "每头宽度 $d_h$", "参数个数"],
+                                 rows=[[h, D // h, n] for h, n in zip(heads, counts)], formats=["d", "d", ",d"]),
+        "mha_params": Value(counts[0], ",d"),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

@@ -1,0 +1,73 @@
+"""第 20 章：KV 缓存——结果一字不差，速度快了多少？
+
+1. 训练好的 P08 模型（上下文 64）从同一个提示续写到 64 个字，用与不用 KV 缓存各做一次，
+   贪心与抽样（同一个种子）两种方式下，生成的词元必须完全相同。
+2. 计时：同样的续写，不用缓存时每一步都把整个前缀重算一遍，用缓存时每一步只算最新的一个位置。
+   上下文越长，重算的浪费越大。为了看到更长的上下文，另搭两个与 P08 同样宽度和层数、
+   但上下文窗口为 128 和 256 的模型（未训练：计时与权重无关），各续写到窗口填满。
+   每种情形取 2 次中较快的一次。墙钟时间随机器和负载变化，只在断言里要求一个保守的下限。
+"""
+
+import torch
+
+from transformer_book import p08
+from transformer_book.book import Table, Tolerance, Value, artifact
+from transformer_book.char_tokenizer import CharTokenizer
+from transformer_book.transformer import generate
+
+REQUIRES = ["chapter20/p08_train"]
+BUDGET_SECONDS = 20
+PROMPT = "一月二日，"
+TIMING = Tolerance(rel=3.0, reason="墙钟时间：换一台机器、换一种负载，可能快慢好几倍；这里只记录数量级")
+SPEEDUP = Tolerance(rel=0.8, reason="加速比取决于 CPU、BLAS 和 Python 每步的固定开销；不同机器上可能差一倍左右")
+
+
+def compute():
+    config = p08.P08Config(**artifact("chapter20/p08_train", "config"))
+    tok = CharTokenizer.from_state(artifact("chapter20/p08_train", "tokenizer"))
+    model = p08.load_model(artifact("chapter20/p08_train", "model"), config, tok.vocab_size)
+    prompt = torch.tensor([tok.encode(PROMPT)])  # (1, T0)
+    n_new = config.context - prompt.size(1)  # 正好填满上下文窗口
+
+    same = {}
+    for name, kwargs in [("贪心", dict(temperature=0)), ("抽样（温度 1）", dict(temperature=1.0))]:
+        outs = [generate(model, prompt, n_new, use_cache=c, generator=torch.Generator().manual_seed(0), **kwargs)
+                for c in (False, True)]
+        assert torch.equal(outs[0], outs[1]), f"{name}：用不用 KV 缓存，生成的词元应当完全相同"
+        same[name] = tok.decode(outs[1][0, prompt.size(1):].tolist())
+
+    rows, speedups = [], {}
+    for context in (config.context, 128, 256):
+        if context == config.context:
+            m = model
+        else:
+            torch.manual_seed(0)
+            m = p08.build_model(p08.P08Config(**{**config.__dict__, "context": context}), tok.vocab_size).eval()
+        n = context - prompt.size(1)
+        slow_out, slow = p08.time_generation(m, prompt, n, use_cache=False, repeats=2)
+        fast_out, fast = p08.time_generation(m, prompt, n, use_cache=True, repeats=2)
+        assert torch.equal(slow_out, fast_out), "计时的两条路径也必须给出相同的词元"
+        speedups[context] = slow / fast
+        rows.append([context, "P08（训练过）" if m is model else "同结构（未训练）", n, slow, fast, slow / fast])
+    assert speedups[256] >= 1.5, f"上下文 256 时 KV 缓存应当至少快 1.5 倍，测得 {speedups[256]:.2f} 倍"
+    assert speedups[256] > speedups[config.context], "上下文越长，KV 缓存省下的重复计算越多"
+
+    cache_entries = p08.kv_cache_entries(config.context, d_model=config.d_model, layers=config.n_layers)
+    return {
+        "identical": Table(columns=["解码方式", "续写（用与不用缓存完全相同）"],
+                           rows=[[k, p08.visible(v)] for k, v in same.items()]),
+        "timing": Table(
+            columns=["上下文窗口", "模型", "生成的词元数", "不用缓存（秒）", "用缓存（秒）", "加速比"],
+            rows=rows, formats=["d", "", "d", ".3f", ".3f", ".1f"], tolerance=TIMING,
+        ),
+        "speedup_64": Value(speedups[config.context], ".1f", tolerance=SPEEDUP),
+        "speedup_256": Value(speedups[256], ".0f", tolerance=SPEEDUP),
+        "n_new": Value(n_new, "d"),
+        "cache_entries": Value(cache_entries, ",d"),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

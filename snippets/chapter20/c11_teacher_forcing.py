@@ -1,0 +1,65 @@
+"""第 20 章：训练与生成不是同一条计算路径——教师强制与自由生成并排看。
+
+用训练好的 P08 模型读一句验证集里的话（训练时没见过）：
+- 教师强制：一次前向计算，模型在每个位置看着*真实*的前文猜下一个字；
+- 自由生成：只给前 4 个字，模型每次贪心地选出一个字，接到*自己写的*前文后面再猜。
+"""
+
+import torch
+
+from transformer_book import p08
+from transformer_book.book import Table, Tolerance, Value, artifact
+from transformer_book.char_tokenizer import CharTokenizer
+from transformer_book.transformer import generate
+
+REQUIRES = ["chapter20/p08_train"]
+LINE = "海边的一座小岛上，有一座白色的灯塔。"  # 出自 stories.txt 的验证部分
+PROMPT_LEN = 4
+TRAINED = Tolerance(rel=0.05, abs=0.01, reason="训练得到的模型，不同 CPU 上训练结果略有差别")
+
+
+def compute():
+    config = p08.P08Config(**artifact("chapter20/p08_train", "config"))
+    tok = CharTokenizer.from_state(artifact("chapter20/p08_train", "tokenizer"))
+    model = p08.load_model(artifact("chapter20/p08_train", "model"), config, tok.vocab_size)
+    data = p08.prepare_data(val_fraction=config.val_fraction)
+    assert LINE in data.val_text and LINE not in data.train_text, "例句应当只出现在验证集里"
+
+    ids = torch.tensor([tok.encode(LINE)])  # (1, T)
+    with torch.no_grad():
+        guesses = model(ids[:, :-1]).argmax(-1)[0]  # 一次前向：每个位置看真实前文猜下一个字，(T-1,)
+    forced = tok.decode(guesses.tolist())
+    free = generate(model, ids[:, :PROMPT_LEN], ids.size(1) - PROMPT_LEN, temperature=0)  # 逐字生成
+    written = tok.decode(free[0, PROMPT_LEN:].tolist())
+
+    truth = LINE[1:]
+    forced_hits = sum(a == b for a, b in zip(forced, truth))
+    free_hits = sum(a == b for a, b in zip(written, LINE[PROMPT_LEN:]))
+    assert free_hits < forced_hits, "正文说：自由生成与原文的重合少于教师强制下猜对的字数"
+    val_x, val_y = p08.eval_windows(data.val_ids, config.context)
+    with torch.no_grad():
+        val_acc = float((model(val_x).argmax(-1) == val_y).float().mean())
+
+    pad = "　"  # 全角空格，让三行的字上下对齐
+    return {
+        "paths": Table(
+            columns=["", "文字（每个字与上一行同一位置对齐）", "前向计算的次数"],
+            rows=[
+                ["原文", LINE, "—"],
+                ["教师强制：看真实前文，猜下一个字", pad + p08.visible(forced), 1],
+                [f"自由生成：给前 {PROMPT_LEN} 个字，其余自己写", LINE[:PROMPT_LEN] + p08.visible(written), len(written)],
+            ],
+        ),
+        "forced_hits": Value(forced_hits, "d"),
+        "n_forced": Value(len(truth), "d"),
+        "free_hits": Value(free_hits, "d"),
+        "n_free": Value(len(written), "d"),
+        "prompt": Value(f"「{LINE[:PROMPT_LEN]}」"),
+        "val_next_char_accuracy": Value(val_acc, ".1%", tolerance=TRAINED),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

@@ -1,0 +1,88 @@
+"""第 20 章：注意力权重告诉了我们什么——P08 模型的热力图，以及一次干预实验。
+
+1. 热力图：训练好的 P08 模型读一句验证集里的话，画出 2 层 × 4 个头的注意力权重（行 = 查询位置，
+   列 = 被查看的位置；因果掩码使右上角全为 0）。
+2. 统计：在验证集所有窗口上平均，每个头分给“自己”“前一个字”“标点”的权重，以及权重分布的熵；
+   标点一栏附一个对照——若在看得见的位置上平均分配，标点应得多少。
+3. 干预：把每个头的输出依次置零，看验证损失上升多少。权重描述“读了哪里”，干预才回答“去掉它要紧不要紧”。
+"""
+
+import torch
+
+from transformer_book import p08
+from transformer_book.book import Figure, Table, Tolerance, Value, artifact
+from transformer_book.char_tokenizer import CharTokenizer
+from transformer_book.plotting import new_figure
+
+REQUIRES = ["chapter20/p08_train"]
+LINE = "晚上包了一顿饺子，白菜猪肉馅的。"  # 出自 notes.txt 的验证部分
+TRAINED = Tolerance(rel=0.05, abs=2e-3, reason="训练得到的模型，不同 CPU 上训练结果略有差别")
+
+
+def compute():
+    config = p08.P08Config(**artifact("chapter20/p08_train", "config"))
+    tok = CharTokenizer.from_state(artifact("chapter20/p08_train", "tokenizer"))
+    model = p08.load_model(artifact("chapter20/p08_train", "model"), config, tok.vocab_size)
+    data = p08.prepare_data(val_fraction=config.val_fraction)
+    assert LINE in data.val_text and LINE not in data.train_text, "例句应当只出现在验证集里"
+
+    with torch.no_grad():
+        _, weights = model(torch.tensor([tok.encode(LINE)]), return_attention=True)  # 每层 (1, h, T, T)
+    fig, axes = new_figure(ncols=config.n_heads, nrows=config.n_layers, width=9.0, height=5.0)
+    chars = list(LINE)
+    for layer, w in enumerate(weights):
+        for head in range(config.n_heads):
+            ax = axes[layer][head]
+            ax.imshow(w[0, head].numpy(), cmap="Blues", vmin=0.0, vmax=1.0)
+            ax.set_title(f"第 {layer + 1} 层 · 头 {head + 1}", fontsize=9)
+            ax.set_xticks(range(len(chars)), chars, fontsize=6)
+            ax.set_yticks(range(len(chars)), chars, fontsize=6)
+            ax.tick_params(length=0)
+    assert all(torch.all(w[0].triu(1) == 0) for w in weights), "因果掩码：右上角的权重应当全为 0"
+
+    val_x, val_y = p08.eval_windows(data.val_ids, config.context)
+    punctuation = torch.tensor([[tok.vocab[i] in p08.PUNCTUATION for i in row] for row in val_x.tolist()])  # (N, T)
+    stats = p08.attention_statistics(model, val_x, marked=punctuation)
+    base = p08.mean_loss(model, val_x, val_y)
+    for s in stats:
+        s["ablation"] = p08.loss_without_head(model, val_x, val_y, s["layer"], s["head"]) - base
+    uniform = p08.uniform_attention_baseline(val_x, punctuation)
+    rows = [[s["layer"], s["head"], s["self"], s["previous"], s["marked"], s["entropy"], s["ablation"]] for s in stats]
+    rows.append(["对照", "平均分配", uniform["self"], uniform["previous"], uniform["marked"], uniform["entropy"], "—"])
+    table = Table(
+        columns=["层", "头", "给自己", "给前一个字", "给标点", "权重分布的熵（奈特）", "去掉这个头后验证损失的变化"],
+        rows=rows,
+        formats=["", "", ".2f", ".2f", ".2f", ".2f", "+.3f"], tolerance=TRAINED,
+    )
+    most_previous = max(stats, key=lambda s: s["previous"])
+    most_punct = max(stats, key=lambda s: s["marked"])
+    most_harmful = max(stats, key=lambda s: s["ablation"])
+    assert most_punct["marked"] > 1.5 * uniform["marked"], "正文说：有的头分给标点的权重明显多于平均分配的份额"
+    assert most_punct is not most_harmful, "正文说：最偏爱标点的头，不是去掉后损失上升最多的头"
+    assert max(s["previous"] for s in stats) < 1.5 * uniform["previous"], "正文说：没有哪个头特别盯着前一个字"
+    layer1, layer2 = ([s for s in stats if s["layer"] == n] for n in (1, 2))
+    assert max(s["entropy"] for s in layer2) < min(min(s["entropy"] for s in layer1), uniform["entropy"]), "正文说：第二层各头的熵都低于第一层和对照"
+    assert most_punct["layer"] == 2 and sum(s["marked"] > 1.5 * uniform["marked"] for s in layer2) >= 2, "正文说：第二层有几个头偏爱标点"
+    assert most_harmful["ablation"] < 0.1, "正文说：去掉任何一个头，验证损失都只变化很少"
+    name = lambda s: f"第 {s['layer']} 层的头 {s['head']}"  # noqa: E731
+    return {
+        "heatmap": Figure(fig, tolerance=TRAINED),
+        "head_stats": table,
+        "base_loss": Value(base, ".2f", tolerance=TRAINED),
+        "punct_uniform": Value(uniform["marked"], ".2f"),
+        "previous_uniform": Value(uniform["previous"], ".2f"),
+        "most_punct_head": Value(name(most_punct)),
+        "most_punct_weight": Value(most_punct["marked"], ".2f", tolerance=TRAINED),
+        "most_previous_head": Value(name(most_previous)),
+        "most_previous_weight": Value(most_previous["previous"], ".2f", tolerance=TRAINED),
+        "most_previous_ablation": Value(most_previous["ablation"], "+.3f", tolerance=TRAINED),
+        "most_harmful_head": Value(name(most_harmful)),
+        "most_harmful_ablation": Value(most_harmful["ablation"], "+.3f", tolerance=TRAINED),
+        "least_harmful_ablation": Value(min(s["ablation"] for s in stats), "+.3f", tolerance=TRAINED),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

@@ -1,0 +1,65 @@
+"""第 20 章：一次完整的数据流核对——每一步的输入形状、输出形状与参数个数。
+
+在 P08 结构的模型上跑一次前向计算和交叉熵，用前向钩子与 ``p08.trace_ops`` 记下每一步的真实形状，
+按对象身份数参数（权重共享只算一次），再把数字换回记号。为此各尺寸取两两不同的值：
+B = 2，T = 16，D = 128，H = 4，D_h = 32，V = P08 的词表大小。
+"""
+
+import torch
+
+from transformer_book import p08
+from transformer_book.book import Table, Value
+from transformer_book.transformer import block_parameters, count_parameters
+
+B, T = 2, 16
+
+
+def compute():
+    config = p08.P08Config()
+    vocab = p08.prepare_data(val_fraction=config.val_fraction).tokenizer.vocab_size
+    torch.manual_seed(0)
+    model = p08.build_model(config, vocab).eval()  # 形状与参数个数与训练无关
+    D, H = config.d_model, config.n_heads
+    symbols = {B: "B", T: "T", D: "D", H: "H", D // H: "D_h", vocab: "V", 4 * D: "4D"}
+    assert len(symbols) == 7, "各尺寸必须两两不同，才能把数字换回记号"
+    g = torch.Generator().manual_seed(0)
+    idx = torch.randint(0, vocab, (B, T), generator=g)  # (B, T)
+    target = torch.randint(0, vocab, (B, T), generator=g)  # (B, T)
+    flow = p08.dataflow(model, idx, target)
+
+    def math(shape):
+        text = p08.symbolic_shape(shape, symbols)
+        return text if text == "标量" else f"${text}$"
+
+    def shapes(items, n=1):
+        text = [math(s) for s in items]
+        if len(set(text)) == 1 and len(text) > 1:
+            return f"{len(text)} 个 {text[0]}"
+        return "、".join(text) if n == 1 else f"{n} 个 {text[0]}"
+
+    rows = [[r.step, shapes(r.inputs), shapes([r.output], r.n_outputs), r.params, r.n_params] for r in flow.rows]
+    total = sum(r.n_params for r in flow.rows)
+    assert total == count_parameters(model)
+    rows.append(["合计", "", "", "", total])
+    emb = flow.rows[0].n_params
+    by_step = {r.step: r.n_params for r in flow.rows}
+    block = sum(r.n_params for r in flow.rows[2:10])  # 第 1 个块：层归一化 1 到第二次残差相加
+    assert block == block_parameters(D) == by_step[f"其余 {config.n_layers - 1} 个块"] / (config.n_layers - 1), "块的参数应为 12D² + 13D"
+    attention = by_step["Q/K/V 投影，拆成多头"] + by_step["合并各头，输出投影"]
+    assert abs(by_step["前馈网络"] / attention - 2) < 0.05, "正文说：前馈网络的参数约是注意力投影的两倍"
+    return {
+        "dataflow": Table(columns=["步骤", "输入形状", "输出形状", "学习参数", "参数个数"], rows=rows,
+                          formats=["", "", "", "", ",d"]),
+        "scores_shape": Value(f"${p08.symbolic_shape(flow.scores_shape, symbols)}$"),
+        "ffn_hidden_shape": Value(f"${p08.symbolic_shape(flow.ffn_hidden_shape, symbols)}$"),
+        "total_params": Value(total, ",d"),
+        "embedding_share": Value(emb / total, ".0%"),
+        "block_params": Value(block, ",d"),
+        "vocab_size": Value(vocab, ",d"),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

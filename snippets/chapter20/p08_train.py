@@ -1,0 +1,74 @@
+"""实践 P08：在随书的中文语料上训练一个字符级、仅解码器的迷你 Transformer。
+
+只训练一次：损失曲线、训练前后的样本在这里给出；训练好的参数和分词器交给第 20 章的其他片段
+（解码策略、KV 缓存、注意力热力图……），它们用 ``REQUIRES = ["chapter20/p08_train"]`` 取用。
+"""
+
+import math
+
+from transformer_book import p08
+from transformer_book.book import Artifact, Figure, Table, Tolerance, Value
+from transformer_book.plotting import new_figure
+
+DATA_FILES = ["data/p08/explanations.txt", "data/p08/letters.txt", "data/p08/notes.txt", "data/p08/stories.txt"]
+BUDGET_SECONDS = 90
+PROMPTS = ["一月", "天空为什么", "妈妈："]
+# 训练 400 步：不同的 CPU（AVX2 / AVX-512）求和顺序不同，微小的差别会在训练中放大一点
+TRAINED = Tolerance(rel=0.02, abs=1e-3, reason="400 步 float32 训练；不同 CPU 的矩阵乘法求和顺序不同，损失会有千分之几的差别")
+
+
+def compute():
+    config = p08.P08Config()
+    data = p08.prepare_data(val_fraction=config.val_fraction)
+    result = p08.train_p08(config, data, prompts=PROMPTS, sample_tokens=40)
+    uniform = math.log(data.tokenizer.vocab_size)  # 完全随机地猜：每个字符的概率都是 1/V
+    unigram = p08.unigram_loss(data)
+    assert result.val_loss[-1] < unigram < result.val_loss[0], "训练后的模型应当比只看字频的基线好"
+    assert abs(result.val_loss[0] - uniform) < 0.1, "正文说：训练前的损失与均匀猜测相当"
+    assert result.train_loss[-1] < result.val_loss[-1] - 0.5, "正文说：训练损失比验证损失低得多（过拟合）"
+    halfway = result.val_loss[result.steps.index(config.steps // 2)]
+    assert halfway - result.val_loss[-1] < 0.1, "正文说：验证损失在后半程几乎不再下降"
+
+    fig, ax = new_figure(width=6.4, height=3.6)
+    ax.plot(result.steps, result.train_loss, "o-", markersize=3, label="训练损失（这一段的平均）")
+    ax.plot(result.steps, result.val_loss, "s-", markersize=3, label="验证损失")
+    ax.axhline(uniform, color="gray", linestyle=":", label="均匀猜测 ln V")
+    ax.axhline(unigram, color="gray", linestyle="--", label="只看字频的基线")
+    ax.set(xlabel="训练步数", ylabel="交叉熵（奈特 / 字符）", ylim=(0, uniform + 0.8))
+    ax.legend(loc="lower left")
+
+    shown = [i for i, s in enumerate(result.steps) if s % 100 == 0]
+    return {
+        "loss_curve": Figure(fig, tolerance=TRAINED),
+        "loss_table": Table(
+            columns=["训练步数", "训练损失", "验证损失"],
+            rows=[[result.steps[i], result.train_loss[i], result.val_loss[i]] for i in shown],
+            formats=["d", ".3f", ".3f"],
+            tolerance=TRAINED,
+        ),
+        "samples": Table(
+            columns=["提示", "训练前的续写", "训练后的续写"],
+            rows=[[p, p08.visible(result.samples_before[p]), p08.visible(result.samples_after[p])] for p in PROMPTS],
+        ),
+        "vocab_size": Value(data.tokenizer.vocab_size, ",d"),
+        "train_chars": Value(len(data.train_ids), ",d"),
+        "val_chars": Value(len(data.val_ids), ",d"),
+        "n_parameters": Value(result.n_parameters, ",d"),
+        "steps": Value(config.steps, "d"),
+        "tokens_seen": Value(config.steps * config.batch_size * config.context, ",d"),
+        "uniform_loss": Value(uniform, ".2f"),
+        "unigram_loss": Value(unigram, ".2f"),
+        "val_loss_initial": Value(result.val_loss[0], ".2f", tolerance=TRAINED),
+        "val_loss_final": Value(result.val_loss[-1], ".2f", tolerance=TRAINED),
+        "train_loss_final": Value(result.train_loss[-1], ".2f", tolerance=TRAINED),
+        "val_perplexity_final": Value(math.exp(result.val_loss[-1]), ".0f", tolerance=TRAINED),
+        "model": Artifact(result.state_dict),
+        "tokenizer": Artifact(data.tokenizer.state()),
+        "config": Artifact(p08.config_dict(config)),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)
