@@ -1,0 +1,57 @@
+"""第 11.2 节：主谓一致——修饰语越多，主语离主动词越远；迷你 GPT 和 RNN 还能选对动词形式吗？
+
+每个修饰语个数 1000 道题，修饰语里的每个名词都和主语单复数相反（最难的情形）；两个模型做的是同一批题。
+训练语料最多 3 个修饰语：4 个及以上的句子比训练时见过的任何句子都长。
+"""
+
+from transformer_book.agreement import agreement_table
+from transformer_book.book import Table, Tolerance, Value, artifact
+from transformer_book.experiments import (AGREEMENT_COUNTS, AGREEMENT_SEED, N_AGREEMENT, TRAIN_MAX_MODIFIERS,
+                                          load_toy_data, restore)
+
+REQUIRES = ["lecture07/s11_train"]
+
+ACCURACY = Tolerance(abs=0.005, reason="由训练好的模型算出：换一台机器训练结果的末位不同，个别边缘题可能翻转（5 题 = 0.5%）")
+
+
+def compute():
+    vocab = load_toy_data().vocab
+    gpt = restore(artifact("lecture07/s11_train", "gpt"))
+    rnn = restore(artifact("lecture07/s11_train", "rnn"))
+    kwargs = dict(n=N_AGREEMENT, seed=AGREEMENT_SEED)
+    gpt_rows = agreement_table(gpt, vocab, AGREEMENT_COUNTS, **kwargs)
+    rnn_rows = agreement_table(rnn, vocab, AGREEMENT_COUNTS, **kwargs)
+
+    table = Table(
+        columns=["修饰语个数", "平均距离", "最长前缀（含 `<s>`）", "RNN", "迷你 GPT"],
+        rows=[[g.n_modifiers, g.mean_distance, g.longest_prefix, r.accuracy, g.accuracy]
+              for g, r in zip(gpt_rows, rnn_rows)],
+        formats=["d", ".1f", "d", ".1%", ".1%"],
+        tolerance=ACCURACY,
+    )
+    seen = [(g, r) for g, r in zip(gpt_rows, rnn_rows) if g.n_modifiers <= TRAIN_MAX_MODIFIERS]
+    unseen = [(g, r) for g, r in zip(gpt_rows, rnn_rows) if g.n_modifiers > TRAIN_MAX_MODIFIERS]
+    # 正文的说法：训练时见过的长度上两个模型都全对；更长的句子上 RNN 仍然全对，迷你 GPT 最差的一格明显更低。
+    assert all(g.accuracy == 1.0 and r.accuracy == 1.0 for g, r in seen), "见过的长度上两个模型应当全对"
+    assert all(r.accuracy == 1.0 for _, r in unseen), "RNN 在更长的句子上应当仍然全对"
+    worst = min(unseen, key=lambda gr: gr[0].accuracy)[0]
+    assert worst.n_modifiers == TRAIN_MAX_MODIFIERS + 1, "迷你 GPT 最差的应当是刚超出训练长度的 4 个修饰语"
+    assert worst.accuracy < 0.95, "迷你 GPT 在 4 个修饰语时应当明显低于 RNN"
+    by_k = {g.n_modifiers: g for g in gpt_rows}
+    return {
+        "table": table,
+        "distance_per_modifier": Value(by_k[8].mean_distance / 8, ".1f"),
+        "longest_prefix_seen": Value(by_k[TRAIN_MAX_MODIFIERS].longest_prefix, "d"),
+        "longest_prefix_4": Value(by_k[4].longest_prefix, "d"),
+        "longest_prefix_8": Value(by_k[8].longest_prefix, "d"),
+        "distance_8": Value(by_k[8].mean_distance, ".1f"),
+        "gpt_worst_accuracy": Value(worst.accuracy, ".1%", tolerance=ACCURACY),
+        "gpt_worst_modifiers": Value(worst.n_modifiers, "d"),
+        "gpt_accuracy_8": Value(by_k[8].accuracy, ".1%", tolerance=ACCURACY),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

@@ -1,0 +1,106 @@
+"""第 11.4 节：在预测主动词的位置上，迷你 GPT 的每个头把注意力分给了谁？
+
+1000 道含 2 个修饰语的主谓一致题（修饰语里的名词都和主语单复数相反，即都是干扰名词）。
+对每层每个头，统计前缀最后一个位置分给主语名词、每个干扰名词和 <s> 的平均权重；再看两个例句。
+"""
+
+import numpy as np
+
+from transformer_book import toy_language as tl
+from transformer_book.agreement import attention_to_subject, verb_position_attention
+from transformer_book.book import Figure, Table, Tolerance, Value, artifact
+from transformer_book.experiments import (AGREEMENT_SEED, ATTENTION_MODIFIERS, N_AGREEMENT, attention_by_kinds,
+                                          first_item_with_kinds, head_label, load_toy_data, restore)
+from transformer_book.plotting import new_figure
+
+REQUIRES = ["lecture07/s11_train"]
+
+WEIGHTS = Tolerance(abs=0.005, reason="来自训练好的模型：换一台机器训练结果的末位不同")
+EXAMPLES = {"pp": ("pp", "pp"), "rc": ("rc", "rc")}  # 例句 1：两个介词短语；例句 2：两个主语关系从句
+
+
+def compute():
+    vocab = load_toy_data().vocab
+    gpt = restore(artifact("lecture07/s11_train", "gpt"))
+    items = tl.agreement_test_set(ATTENTION_MODIFIERS, N_AGREEMENT, seed=AGREEMENT_SEED)
+    summary = attention_to_subject(gpt, items, vocab)
+    per_item = verb_position_attention(gpt, items, vocab)  # 每题 (L, h, T_i)
+    to_bos = np.mean([w[..., 0].numpy() for w in per_item], axis=0)  # (L, h)
+    last_starts = [tl.parse(it.tokens).modifiers[-1].start for it in items]  # 最后一个修饰语的首词（介词或 that）
+    to_last_start = np.mean([w[..., t].numpy() for w, t in zip(per_item, last_starts)], axis=0)  # (L, h)
+    subject, distractor = summary.subject.numpy(), summary.distractor.numpy()
+    n_layers, n_heads = subject.shape
+    heads = [(layer, h) for layer in range(n_layers) for h in range(n_heads)]
+
+    table = Table(
+        columns=["头（层.头）", "主语", "每个干扰名词", "主语 ÷ 均匀", "`<s>`", "最后一个修饰语的首词"],
+        rows=[[head_label(layer, h), subject[layer, h], distractor[layer, h], subject[layer, h] / summary.uniform,
+               to_bos[layer, h], to_last_start[layer, h]] for layer, h in heads],
+        formats=["", ".3f", ".3f", ".1f", ".3f", ".3f"],
+        tolerance=WEIGHTS,
+    )
+
+    # 最关注主语的头；按修饰语种类（介词短语 / 关系从句的四种组合）分别看它
+    best = max(heads, key=lambda lh: subject[lh])
+    by_kinds = attention_by_kinds(per_item, items)
+    best_by_kinds = {kinds: float(w[best]) for kinds, w in by_kinds.items()}
+    # 正文的说法：有一个头几乎只看主语，且几乎不看干扰名词；它在四种句型上都如此
+    assert subject[best] > 5 * summary.uniform, "最关注主语的头应当远高于均匀分配"
+    assert distractor[best] < summary.uniform / 10, "这个头几乎不看干扰名词"
+    assert best[0] == 0, "这个头在第 1 层"
+    assert min(best_by_kinds.values()) > 0.9, "这个头在四种句型上都把 90% 以上的权重给主语"
+    second_layer = [lh for lh in heads if lh[0] == n_layers - 1]
+    assert max(subject[lh] for lh in second_layer) < 0.5 * subject[best], "第 2 层没有同样专注主语的头"
+    sink = max(heads, key=lambda lh: to_bos[lh])
+    structure = max(heads, key=lambda lh: to_last_start[lh])
+    assert structure != best and to_last_start[structure] > 0.9, "另有一个头几乎只看最后一个修饰语的首词"
+
+    results = {
+        "heads": table,
+        "uniform": Value(summary.uniform, ".3f"),
+        "n_items": Value(summary.n_items, ",d"),
+        "subject_head": Value(head_label(*best)),
+        "subject_head_weight": Value(subject[best], ".3f", tolerance=WEIGHTS),
+        "subject_head_distractor": Value(distractor[best], ".3f", tolerance=WEIGHTS),
+        "subject_head_min_by_kind": Value(min(best_by_kinds.values()), ".3f", tolerance=WEIGHTS),
+        "layer2_max_subject": Value(max(subject[lh] for lh in second_layer), ".3f", tolerance=WEIGHTS),
+        "structure_head": Value(head_label(*structure)),
+        "structure_head_weight": Value(to_last_start[structure], ".3f", tolerance=WEIGHTS),
+        "sink_head": Value(head_label(*sink)),
+        "sink_head_weight": Value(to_bos[sink], ".3f", tolerance=WEIGHTS),
+    }
+
+    # 两个例句：每个头在预测主动词的位置上分给前缀每个词的权重
+    fig, axes = new_figure(nrows=2, width=7.2, height=5.6)
+    for ax, (name, kinds) in zip(axes, EXAMPLES.items()):
+        item = first_item_with_kinds(items, kinds)
+        w = per_item[items.index(item)].reshape(n_layers * n_heads, -1).numpy()  # (L·h, T)
+        results[f"example_{name}"] = Table(
+            columns=["位置", "词"] + [head_label(*lh) for lh in heads],
+            rows=[[t, f"`{tok}`"] + [w[i, t] for i in range(len(heads))] for t, tok in enumerate(item.prefix)],
+            formats=["d", ""] + [".2f"] * len(heads),
+            tolerance=WEIGHTS,
+        )
+        results[f"example_{name}_sentence"] = Value(" ".join(item.prefix[1:]) + " ___")
+        results[f"example_{name}_subject_weight"] = Value(w[heads.index(best), item.subject_pos], ".2f",
+                                                          tolerance=WEIGHTS)
+        results[f"example_{name}_distractor_max"] = Value(max(w[heads.index(best), list(item.distractor_pos)]),
+                                                          ".2f", tolerance=WEIGHTS)
+        rc_verbs = [m.verb_pos for m in tl.parse(item.tokens).modifiers if m.verb_pos is not None]
+        if rc_verbs:  # 正文：例句里没有哪个头把注意力集中在从句动词上（它们同样“泄露”主语的单复数）
+            assert w[:, rc_verbs].max() < 2 * summary.uniform, "有头在看从句动词：改正文"
+        image = ax.imshow(w, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+        ax.set_xticks(range(len(item.prefix)), item.prefix, rotation=45, ha="right")
+        ax.set_yticks(range(len(heads)), [f"头 {head_label(*lh)}" for lh in heads])
+        for t in (item.subject_pos, *item.distractor_pos):  # 主语和干扰名词用颜色标出
+            ax.get_xticklabels()[t].set_color("C3" if t == item.subject_pos else "C1")
+        ax.set_title(f"例句 {1 if name == 'pp' else 2}：预测主动词时各头的注意力（红：主语，橙：干扰名词）", fontsize=9)
+    fig.colorbar(image, ax=axes, shrink=0.6, label="注意力权重")
+    results["heatmap"] = Figure(fig, tolerance=WEIGHTS)
+    return results
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)

@@ -1,0 +1,79 @@
+"""第 11.1 节：在玩具语言上训练迷你 GPT 和 RNN（LSTM），比较参数个数、每轮的开发集困惑度和测试集困惑度。
+
+迷你 GPT：d = 64，4 个头，2 层，可学习的位置嵌入，Pre-LN，权重共享。RNN：第 5 讲的单层 LSTM，d = 64，权重共享。
+两者用同一份数据（20,000 个训练句子）和同一套设置（8 轮，批量 64，AdamW，最大学习率 3e-3，预热 200 步，
+余弦衰减），种子都是 0。训练好的两个模型交给第 11.2、11.3、11.4 节的片段。
+"""
+
+from transformer_book import toy_language as tl
+from transformer_book.book import Artifact, Figure, Table, Tolerance, Value
+from transformer_book.experiments import GPT_SPEC, RNN_SPEC, TRAIN_CONFIG, load_toy_data, package, train
+from transformer_book.plotting import new_figure
+
+BUDGET_SECONDS = 90
+
+TRAINED = Tolerance(rel=1e-3, reason="8 轮 float32 训练：换一台机器（SIMD 宽度、求和顺序不同）末位的差异会在 2,500 步里累积")
+
+
+def compute():
+    data = load_toy_data()
+    gpt = train(GPT_SPEC, data)
+    rnn = train(RNN_SPEC, data)
+    floor_dev = tl.language_perplexity(data.dev_sentences)
+    floor_test = tl.language_perplexity(data.test_sentences)
+
+    epochs = range(1, TRAIN_CONFIG.epochs + 1)
+    dev_table = Table(
+        columns=["轮次", "迷你 GPT", "RNN"],
+        rows=[[e, g, r] for e, g, r in zip(epochs, gpt.dev_perplexity, rnn.dev_perplexity)],
+        formats=["d", ".3f", ".3f"],
+        tolerance=TRAINED,
+    )
+    summary = Table(
+        columns=["模型", "参数个数", "测试集困惑度"],
+        rows=[["迷你 GPT", gpt.n_parameters, gpt.test_perplexity],
+              ["RNN（LSTM）", rnn.n_parameters, rnn.test_perplexity],
+              ["语言本身（下限）", "—", floor_test]],
+        formats=["", ",d", ".3f"],
+        tolerance=TRAINED,
+    )
+
+    fig, ax = new_figure(width=5.6, height=3.4)
+    ax.plot(epochs, gpt.dev_perplexity, "o-", label="迷你 GPT")
+    ax.plot(epochs, rnn.dev_perplexity, "s--", label="RNN（LSTM）")
+    ax.axhline(floor_dev, color="gray", linestyle=":", label="语言本身的下限")
+    ax.set(xlabel="轮次", ylabel="开发集困惑度", xticks=list(epochs))
+    ax.legend()
+
+    # 正文的说法：迷你 GPT 第 2 轮还落后于 RNN，之后反超；最终测试集困惑度略低于 RNN；两者都在下限之上不远处
+    assert gpt.dev_perplexity[1] > rnn.dev_perplexity[1], "第 2 轮迷你 GPT 的开发集困惑度应高于 RNN"
+    assert all(g < r for g, r in zip(gpt.dev_perplexity[2:], rnn.dev_perplexity[2:])), "第 3 轮起迷你 GPT 一直更低"
+    assert floor_test < gpt.test_perplexity < rnn.test_perplexity, "下限 < 迷你 GPT < RNN"
+    assert rnn.test_perplexity / floor_test < 1.03, "两个模型都在下限之上 3% 以内"
+    for curve in (gpt.dev_perplexity, rnn.dev_perplexity):
+        assert any(b > a for a, b in zip(curve, curve[1:])), "两条开发集曲线都有回升的一轮"
+    return {
+        "dev_perplexity": dev_table,
+        "summary": summary,
+        "curve": Figure(fig, tolerance=TRAINED),
+        "gpt_parameters": Value(gpt.n_parameters, ",d"),
+        "rnn_parameters": Value(rnn.n_parameters, ",d"),
+        "parameter_ratio": Value(gpt.n_parameters / rnn.n_parameters, ".1f"),
+        "steps": Value(gpt.steps, ",d"),
+        "gpt_dev_2": Value(gpt.dev_perplexity[1], ".2f", tolerance=TRAINED),
+        "rnn_dev_2": Value(rnn.dev_perplexity[1], ".2f", tolerance=TRAINED),
+        "gpt_above_floor": Value(gpt.test_perplexity / floor_test - 1, ".1%", tolerance=TRAINED),
+        "rnn_above_floor": Value(rnn.test_perplexity / floor_test - 1, ".1%", tolerance=TRAINED),
+        "gpt_test": Value(gpt.test_perplexity, ".3f", tolerance=TRAINED),
+        "rnn_test": Value(rnn.test_perplexity, ".3f", tolerance=TRAINED),
+        "floor_test": Value(floor_test, ".3f"),
+        "floor_dev": Value(floor_dev, ".3f"),
+        "gpt": Artifact(package(GPT_SPEC, gpt, len(data.vocab))),
+        "rnn": Artifact(package(RNN_SPEC, rnn, len(data.vocab))),
+    }
+
+
+if __name__ == "__main__":
+    from transformer_book.book.show import main
+
+    main(compute)
