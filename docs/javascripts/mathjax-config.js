@@ -1,5 +1,5 @@
-// MathJax 3 configuration for pymdownx.arithmatex (generic mode). MathJax itself ships with the site
-// (assets/mathjax/tex-svg-full.js, copied by the book plugin): no CDN.
+// MathJax 3 configuration. MathJax itself ships with the site (assets/mathjax/tex-svg-full.js, copied by
+// the book plugin): no CDN.
 window.MathJax = {
   tex: {
     // \( \) and \[ \] come from pymdownx.arithmatex; $ and $$ from notebook pages (mkdocs-jupyter).
@@ -9,21 +9,11 @@ window.MathJax = {
     processEnvironments: true
   },
   options: {
-    ignoreHtmlClass: ".*|",
+    // Typeset only arithmatex spans and notebook Markdown cells. ".+" (not ".*|") so that class-less
+    // paragraphs inside a notebook cell inherit "process" from the cell instead of being ignored.
+    ignoreHtmlClass: ".+",
     processHtmlClass: "arithmatex|jp-RenderedMarkdown"
   },
   loader: { load: [] },
   startup: { typeset: true }
 };
-
-// Material's instant navigation replaces the page without reloading scripts: typeset again.
-if (typeof document$ !== "undefined") {
-  document$.subscribe(() => {
-    if (window.MathJax && MathJax.typesetPromise) {
-      MathJax.startup.output.clearCache();
-      MathJax.typesetClear();
-      MathJax.texReset();
-      MathJax.typesetPromise();
-    }
-  });
-}

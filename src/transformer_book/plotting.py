@@ -11,10 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib import font_manager  # noqa: E402
+import matplotlib.pyplot as plt  # the backend is the caller's choice: Agg in the build, inline in Jupyter
+from matplotlib import font_manager
 
 FONT_PATH = Path(__file__).resolve().parent / "fonts" / "NotoSansCJKsc-Regular-GB2312.otf"
 # 书的构建引擎据此把字体文件算进缓存键：换了字体，图会重画。

@@ -296,12 +296,14 @@ class BookPlugin(BasePlugin[BookConfig]):
         # MathJax (configured to typeset notebook Markdown too), so those scripts go: the site stays offline.
         if page.file.src_uri.endswith(".ipynb"):
             output = _EXTERNAL_SCRIPT.sub("", output)
+            output = _chinese_notebook_heading_ids(output)
         return output
 
     # -- the end -------------------------------------------------------------------------------------
 
     def on_post_build(self, *, config: Any) -> None:
         self._write_webfont(Path(config.site_dir))
+        _patch_chinese_query_segmentation(Path(config.site_dir))
         if self.state is None or not self.options.execute:
             return
         table = report.timing_table(self.timing_rows)
@@ -321,6 +323,59 @@ class BookPlugin(BasePlugin[BookConfig]):
 
         out, n, hit = write_subset(FONT_PATH, site_dir, WEBFONT_URI, self.project_root / self.config.cache_dir / "fonts")
         log.debug(f"Chinese web font: {n} characters, {out.stat().st_size // 1024} KB ({'cached' if hit else 'new'})")
+
+
+# Material 9.x splits a typed Chinese query into the longest pieces found in the index, but its loop stops
+# one character short (``j < query.length``), so a term that ends the query is never tried whole: 位置编码 is
+# searched as 位置*. Fixed in the built worker; if Material changes the code, the build says so.
+_SEGMENT_BUG = "for(let o=s+1;o<t.length;o++)t.slice(s,o)in e"
+_SEGMENT_FIX = "for(let o=s+1;o<=t.length;o++)t.slice(s,o)in e"
+
+
+def _patch_chinese_query_segmentation(site_dir: Path) -> None:
+    workers = sorted((site_dir / "assets" / "javascripts" / "workers").glob("search.*.min.js"))
+    for worker in workers:
+        text = worker.read_text(encoding="utf-8")
+        if text.count(_SEGMENT_FIX) == 1 and _SEGMENT_BUG not in text:
+            continue  # patched already (a serve rebuild that kept the file)
+        if text.count(_SEGMENT_BUG) != 1:
+            log.warning(
+                f"{worker.name}: Material's query segmentation changed; review _patch_chinese_query_segmentation "
+                "(tests/test_browser.py checks that typed Chinese terms are searched whole)"
+            )
+            continue
+        atomic_write_text(worker, text.replace(_SEGMENT_BUG, _SEGMENT_FIX))
+
+
+_NB_HEADING = re.compile(r'<h([1-6]) id="">(.*?)<a class="anchor-link" href="#">¶</a></h\1>', re.S)
+
+
+def _chinese_notebook_heading_ids(html_text: str) -> str:
+    """mkdocs-jupyter slugifies notebook headings to ASCII, so Chinese headings get ``id=""`` (and the page's
+    table of contents links ``#_1``, ``#_2`` … to nothing). Give them the ids the rest of the site uses
+    (``pymdownx.slugs.slugify(case="lower")``) and point the table of contents at them, in order."""
+    from pymdownx.slugs import slugify
+
+    slug = slugify(case="lower")
+    taken = set(re.findall(r'\bid="([^"]+)"', html_text))
+    new_ids: list[str] = []
+
+    def fix(m: re.Match[str]) -> str:
+        base = slug(re.sub(r"<[^>]+>", "", m.group(2)), "-") or "section"
+        ident, n = base, 1
+        while ident in taken:
+            ident, n = f"{base}_{n}", n + 1
+        taken.add(ident)
+        new_ids.append(ident)
+        return f'<h{m.group(1)} id="{ident}">{m.group(2)}<a class="anchor-link" href="#{ident}">¶</a></h{m.group(1)}>'
+
+    html_text = _NB_HEADING.sub(fix, html_text)
+
+    def toc(m: re.Match[str]) -> str:
+        k = int(m.group(1))
+        return f'href="#{new_ids[k - 1]}"' if 0 < k <= len(new_ids) else m.group(0)
+
+    return re.sub(r'href="#_(\d+)"', toc, html_text)
 
 
 def _front_matter_lines(abs_src_path: str | None, markdown: str) -> int:

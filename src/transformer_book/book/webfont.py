@@ -23,7 +23,8 @@ CJK = re.compile(r"[\u2e80-\u2fff\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\
 def used_characters(site_dir: Path) -> str:
     chars: set[str] = set()
     for path in site_dir.rglob("*"):
-        if path.suffix in (".html", ".json", ".js") and path.is_file() and "mathjax" not in path.parts:
+        # Pages and the search index; not the bundled scripts (lunr's word lists hold characters no page shows).
+        if path.suffix in (".html", ".json") and path.is_file():
             chars.update(CJK.findall(path.read_text(encoding="utf-8", errors="ignore")))
     return "".join(sorted(chars))
 

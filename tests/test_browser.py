@@ -1,0 +1,497 @@
+"""The built site, opened in headless Chromium as a reader would see it (issue 7).
+
+Every page of the site is loaded once at desktop size and once at phone size. One browser, one page per
+size, nothing blocked: every request the page makes is recorded and checked. The checks:
+
+* a page loads with no console error, no failed request, and no request leaving 127.0.0.1;
+* every formula is typeset by the MathJax the site ships (no raw ``\\(`` ``\\[`` ``$…$`` left in the
+  rendered text, outside code), including the Markdown cells of notebook pages;
+* every image loads and has alt text or a caption;
+* no Chinese character falls back to a box: the site's web font "Book CJK" is loaded and holds every
+  Chinese character the pages show;
+* the search box finds the pages a reader looks for;
+* on a phone, wide tables scroll inside their box instead of widening the page.
+
+A few screenshots (desktop and phone) are kept under ``artifacts/screenshots/`` for CI.
+
+Without Chromium at /usr/bin/chromium (``BOOK_CHROMIUM`` points elsewhere) or without the ``playwright``
+package, these tests are skipped. They never download a browser: playwright drives the system Chromium.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path(os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+SCREENSHOTS = ROOT / "artifacts" / "screenshots"
+SCREENSHOT_PAGES = {  # page → file name stem
+    "lecture07/s03-scaling/": "lecture07-s03-scaling",
+    "lecture07/s05-position/": "lecture07-s05-position",
+    "chapter20/c14-dataflow/": "chapter20-c14-dataflow",
+}
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 375, "height": 740}
+HOST = "127.0.0.1"
+
+# The ranges the @font-face of "Book CJK" declares (docs/stylesheets/book.css) — the characters it must hold.
+CJK = re.compile(r"[\u2e80-\u2fff\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")
+
+
+# --------------------------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """The system Chromium, driven by playwright; skips when either is missing."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: the browser tests need it (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip(f"no playwright to drive the Chromium at {CHROMIUM} (pip install playwright)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    extensions_map = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".woff2": "font/woff2", ".svg": "image/svg+xml", ".js": "text/javascript", ".json": "application/json",
+    }
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def site_url(chromium, built_site: Path):
+    """The built site served on 127.0.0.1 at a free port (the browser is checked first: no build without it)."""
+    server = http.server.ThreadingHTTPServer((HOST, 0), functools.partial(_QuietHandler, directory=str(built_site)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://{HOST}:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def site_pages(site: Path) -> list[str]:
+    """Every page of the site, as a URL path relative to the root ('' is the home page).
+
+    The sitemap is empty without ``site_url`` in mkdocs.yml, so the built index.html files are the list."""
+    pages = sorted(
+        "" if p.parent == site else p.parent.relative_to(site).as_posix() + "/"
+        for p in site.rglob("index.html")
+        if not ({"assets", "search"} & set(p.relative_to(site).parts))
+    )
+    if (site / "404.html").exists():
+        pages.append("404.html")
+    return pages
+
+
+@dataclass
+class Visit:
+    page: str
+    requests: list[str] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    failed_requests: list[str] = field(default_factory=list)
+    info: dict = field(default_factory=dict)        # what the page reported at desktop size
+    phone: dict = field(default_factory=dict)       # … and at phone size
+    error: str | None = None                        # the page could not be examined at all
+
+
+# Run in the page after "load": waits for MathJax and the fonts, then reports what a reader would see.
+COLLECT = r"""
+async () => {
+  const timeout = (ms) => new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), ms));
+  const out = {mathjax: false, mathjaxError: null};
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    out.mathjax = true;
+    try { await Promise.race([MathJax.startup.promise, timeout(20000)]); }
+    catch (e) { out.mathjaxError = String(e); }
+  }
+  await Promise.race([document.fonts.ready, timeout(10000)]).catch(() => {});
+  const content = document.querySelector('.md-content');
+  out.hasContent = !!content;
+  if (!content) return out;
+
+  // Rendered text outside code, math and scripts: raw TeX delimiters must not survive here.
+  const clone = content.cloneNode(true);
+  clone.querySelectorAll('pre, code, mjx-container, script, style, .headerlink').forEach(e => e.remove());
+  out.proseText = clone.textContent;   // notebook pages: Markdown cells (.jp-RenderedMarkdown) included
+
+  // Formulas: every arithmatex span/div must hold a typeset mjx-container; TeX errors show as mjx-merror.
+  const spans = [...content.querySelectorAll('.arithmatex')];
+  out.arithmatex = spans.length;
+  out.untypeset = spans.filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 80));
+  out.mjx = content.querySelectorAll('mjx-container').length;
+  out.mathErrors = [...content.querySelectorAll('mjx-merror')].map(
+    e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 120));
+
+  // Images: loaded (lazy ones are asked to load now) and described.
+  out.images = [];
+  for (const img of content.querySelectorAll('img')) {
+    if (img.loading === 'lazy') img.loading = 'eager';
+    if (!img.complete) {
+      await new Promise(r => { img.addEventListener('load', r, {once: true});
+                               img.addEventListener('error', r, {once: true}); setTimeout(r, 10000); });
+    }
+    const fig = img.closest('figure');
+    const cap = fig && fig.querySelector('figcaption');
+    out.images.push({src: img.getAttribute('src'), width: img.naturalWidth,
+                     alt: (img.getAttribute('alt') || '').trim(), caption: cap ? cap.textContent.trim() : ''});
+  }
+  out.figuresWithoutImage = [...content.querySelectorAll('figure')].filter(
+    f => !f.querySelector('img, svg, object, iframe, video, canvas')).length;
+
+  // Fonts: every character a reader can see or unfold (collapsed answers and code included).
+  const all = document.body.cloneNode(true);
+  all.querySelectorAll('script, style, mjx-container').forEach(e => e.remove());
+  out.allText = all.textContent + ' ' + document.querySelector('.md-search__input')?.getAttribute('placeholder');
+  out.visibleText = content.innerText;
+  out.fontFaces = [...document.fonts].map(f => [f.family.replace(/["']/g, ''), f.status]);
+  out.typesetFont = getComputedStyle(content.querySelector('.md-typeset') || content).fontFamily;
+  const sample = (out.visibleText.match(/[\u3400-\u9fff]/g) || []).slice(0, 60).join('');
+  out.fontSample = sample;
+  out.fontCheck = sample ? document.fonts.check('16px "Book CJK"', sample) : null;
+  return out;
+}
+"""
+
+# At phone size: does anything widen the page? Which tables scroll inside their box?
+PHONE_LAYOUT = r"""
+async () => {
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const root = document.documentElement;
+  const width = root.clientWidth;
+  const wide = [];
+  if (root.scrollWidth > width) {
+    // Name the outermost elements that stick out (not those inside a box that scrolls or clips).
+    const clipped = (e) => {
+      for (let p = e.parentElement; p && p !== document.body; p = p.parentElement) {
+        const s = getComputedStyle(p);
+        if (s.overflowX !== 'visible') return true;
+      }
+      return false;
+    };
+    for (const e of document.querySelectorAll('.md-container *')) {
+      const r = e.getBoundingClientRect();
+      if (r.right > width + 1 && !clipped(e) && r.width > 0) {
+        const cls = typeof e.className === 'string' && e.className
+          ? '.' + e.className.trim().split(/\s+/).join('.') : '';
+        const text = (e.textContent || '').trim().slice(0, 40);
+        wide.push(`${e.tagName.toLowerCase()}${cls} (right edge ${Math.round(r.right)}px): ${text}`);
+        if (wide.length >= 5) break;
+      }
+    }
+  }
+  const tables = [...document.querySelectorAll('.md-content table:not(.highlighttable)')].map(t => {
+    const wrap = t.closest('.md-typeset__scrollwrap') || t.parentElement;
+    return {wrapped: !!t.closest('.md-typeset__scrollwrap'), scrollWidth: wrap.scrollWidth,
+            clientWidth: wrap.clientWidth, overflowX: getComputedStyle(wrap).overflowX};
+  });
+  return {scrollWidth: root.scrollWidth, clientWidth: width, innerWidth: window.innerWidth, wide, tables};
+}
+"""
+
+
+# The search worker has fetched its index and language files: the box no longer says 正在初始化搜索引擎.
+SEARCH_READY = """() => {
+  const meta = document.querySelector('.md-search-result__meta');
+  return !meta || !/初始化/.test(meta.textContent);
+}"""
+
+WAIT_TYPESET = """
+async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise)
+    await Promise.race([MathJax.startup.promise, new Promise(r => setTimeout(r, 20000))]);
+  await document.fonts.ready;
+}
+"""
+
+
+@pytest.fixture(scope="session")
+def visits(chromium, site_url: str, built_site: Path) -> dict[str, Visit]:
+    """Every page, loaded once at desktop size and once at phone size; what it did and what it showed."""
+    pages = site_pages(built_site)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Visit] = {p: Visit(p) for p in pages}
+    current: list[Visit] = [out[pages[0]]]
+
+    def record(context):
+        # Requests from workers (the search index) reach the context, not the page: listen there.
+        context.on("request", lambda r: current[0].requests.append(r.url))
+        context.on("requestfailed", lambda r: current[0].failed_requests.append(f"{r.url} ({r.failure})"))
+        context.on("response", lambda r: r.status >= 400
+                   and current[0].failed_requests.append(f"{r.url} (HTTP {r.status})"))
+
+    def watch(page):
+        page.on("console", lambda m: m.type == "error" and current[0].console_errors.append(
+            f"{m.text} [{m.location.get('url', '')}:{m.location.get('lineNumber', '')}]"))
+        page.on("pageerror", lambda e: current[0].console_errors.append(f"uncaught: {e}"))
+
+    for size, key in ((DESKTOP, "info"), (PHONE, "phone")):
+        context = chromium.new_context(viewport=size, device_scale_factor=1, locale="zh-CN")
+        record(context)
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        watch(page)
+        for p in pages:
+            visit = current[0] = out[p]
+            try:
+                page.goto(site_url + p, wait_until="load")
+                if key == "info":
+                    visit.info = page.evaluate(COLLECT)
+                else:
+                    page.evaluate(WAIT_TYPESET)  # wide formulas count: measure after MathJax
+                    visit.phone = page.evaluate(PHONE_LAYOUT)
+                # Let the search worker fetch its index and language files before the next page load
+                # would abort them: it is ready when the search box stops saying 正在初始化搜索引擎.
+                page.wait_for_function(SEARCH_READY, timeout=15_000)
+                if p in SCREENSHOT_PAGES:
+                    name = SCREENSHOT_PAGES[p]
+                    page.screenshot(path=str(SCREENSHOTS / f"{name}-{'desktop' if key == 'info' else 'phone'}.png"))
+                    wrap = page.query_selector(".md-content .md-typeset__scrollwrap")
+                    if key == "phone" and wrap:
+                        wrap.scroll_into_view_if_needed()
+                        page.screenshot(path=str(SCREENSHOTS / f"{name}-phone-table.png"))
+            except Exception as e:  # noqa: BLE001 — one page that cannot be examined must not hide the rest
+                if key == "info" or visit.error is None:
+                    where = "desktop" if key == "info" else "phone"
+                    visit.error = f"{where}: {type(e).__name__}: {str(e).splitlines()[0]}"
+        context.close()
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ tests
+
+
+def _report(problems: list[str], what: str) -> None:
+    assert not problems, f"{what} ({len(problems)}):\n  " + "\n  ".join(problems)
+
+
+def _examined(visits: dict[str, Visit]) -> list[Visit]:
+    return [v for v in visits.values() if v.error is None]
+
+
+def test_every_page_of_the_site_can_be_examined(visits: dict[str, Visit]) -> None:
+    assert len(visits) >= 40, f"only {len(visits)} pages found: {sorted(visits)}"
+    _report([f"{v.page or '/'}: {v.error}" for v in visits.values() if v.error], "pages that could not be examined")
+    _report([f"{v.page or '/'}: no .md-content" for v in _examined(visits)
+             if v.page != "404.html" and not v.info.get("hasContent")], "pages without an article")
+
+
+def test_pages_load_without_console_errors(visits: dict[str, Visit]) -> None:
+    problems = []
+    for v in visits.values():
+        for message in dict.fromkeys(v.console_errors):  # the same error at both sizes: once
+            problems.append(f"{v.page or '/'}: {message}")
+    _report(problems, "console errors")
+
+
+def test_no_request_fails(visits: dict[str, Visit]) -> None:
+    problems = [f"{v.page or '/'}: {r}" for v in visits.values() for r in dict.fromkeys(v.failed_requests)]
+    _report(problems, "failed requests")
+
+
+def test_no_request_leaves_127_0_0_1(visits: dict[str, Visit]) -> None:
+    problems = []
+    for v in visits.values():
+        for url in dict.fromkeys(v.requests):
+            parts = urlsplit(url)
+            if parts.scheme in ("data", "blob", "about"):
+                continue
+            if parts.hostname != HOST:
+                problems.append(f"{v.page or '/'}: {url}")
+    assert sum(len(v.requests) for v in visits.values()) > len(visits), "no requests were recorded at all"
+    _report(problems, "requests that leave 127.0.0.1 (the site must work offline)")
+
+
+# Raw TeX that MathJax should have turned into a formula: \( \) \[ \] $$ and $…$ on one line.
+RAW_MATH = re.compile(r"\\\(|\\\)|\\\[|\\\]|\$\$|\$[^$\s][^$\n]{0,300}?\$")
+
+
+def test_every_formula_is_typeset(visits: dict[str, Visit]) -> None:
+    problems = []
+    pages_with_math = 0
+    for v in _examined(visits):
+        info = v.info
+        name = v.page or "/"
+        if info.get("mathjaxError"):
+            problems.append(f"{name}: MathJax did not finish: {info['mathjaxError']}")
+        text = info.get("proseText", "")
+        raw = list(RAW_MATH.finditer(text))
+        for m in raw[:3]:
+            problems.append(f"{name}: raw TeX in the text: …{text[max(0, m.start() - 20): m.end() + 20]!r}…")
+        if len(raw) > 3:
+            problems.append(f"{name}: … and {len(raw) - 3} more raw TeX")
+        for src in info.get("untypeset", []):
+            problems.append(f"{name}: formula not typeset: {src!r}")
+        for err in info.get("mathErrors", []):
+            problems.append(f"{name}: TeX error: {err}")
+        if info.get("arithmatex"):
+            pages_with_math += 1
+            if not info.get("mathjax"):
+                problems.append(f"{name}: has {info['arithmatex']} formulas but no MathJax")
+            elif info.get("mjx", 0) < info["arithmatex"]:
+                problems.append(f"{name}: {info['arithmatex']} formulas but only {info.get('mjx')} mjx-container")
+    assert pages_with_math >= 10, f"only {pages_with_math} pages have formulas: is arithmatex still configured?"
+    _report(problems, "formulas that a reader sees as raw TeX")
+
+
+def test_every_image_loads_and_is_described(visits: dict[str, Visit]) -> None:
+    problems = []
+    images = 0
+    for v in _examined(visits):
+        for img in v.info.get("images", []):
+            images += 1
+            if img["width"] <= 0:
+                problems.append(f"{v.page or '/'}: image does not load: {img['src']}")
+            if not img["alt"] and not img["caption"]:
+                problems.append(f"{v.page or '/'}: image without alt text or caption: {img['src']}")
+        if v.info.get("figuresWithoutImage"):
+            problems.append(f"{v.page or '/'}: {v.info['figuresWithoutImage']} <figure> without an image")
+    assert images >= 5, f"only {images} images on the whole site"
+    _report(problems, "images")
+
+
+def test_the_chinese_web_font_is_loaded_and_used(visits: dict[str, Visit]) -> None:
+    s02 = visits["lecture07/s02-self-attention/"].info
+    assert ["Book CJK", "loaded"] in s02["fontFaces"], f"document.fonts: {s02['fontFaces']}"
+    problems = []
+    for v in _examined(visits):
+        info = v.info
+        if not info.get("fontSample"):
+            continue
+        if not info.get("typesetFont", "").lstrip("\"' ").startswith("Book CJK"):
+            problems.append(f"{v.page or '/'}: article font is {info.get('typesetFont')!r}")
+        if info.get("fontCheck") is not True:
+            problems.append(f"{v.page or '/'}: document.fonts.check('16px \"Book CJK\"', …) is false "
+                            f"for {info['fontSample'][:20]}…")
+    _report(problems, "pages whose Chinese text is not set in the site's font")
+
+
+def test_every_chinese_character_shown_is_in_the_web_font(visits: dict[str, Visit], built_site: Path) -> None:
+    from fontTools.ttLib import TTFont
+
+    cmap = TTFont(str(built_site / "assets" / "fonts" / "book-cjk.woff2"))["cmap"].getBestCmap()
+    missing: dict[str, set[str]] = {}
+    for v in _examined(visits):
+        for ch in set(CJK.findall(v.info.get("allText", ""))):
+            if ord(ch) not in cmap:
+                missing.setdefault(ch, set()).add(v.page or "/")
+    _report([f"{ch} (U+{ord(ch):04X}) on {', '.join(sorted(pages)[:3])}" for ch, pages in sorted(missing.items())],
+            "characters that fall back to a system font (a box on a machine without Chinese fonts)")
+
+
+def test_on_a_phone_no_page_is_wider_than_the_screen(visits: dict[str, Visit]) -> None:
+    problems = []
+    for v in _examined(visits):
+        ph = v.phone
+        if not ph:
+            continue
+        if ph["scrollWidth"] > ph["clientWidth"] or ph["scrollWidth"] > ph["innerWidth"]:
+            problems.append(f"{v.page or '/'}: {ph['scrollWidth']}px wide on a {ph['clientWidth']}px screen; "
+                            + "; ".join(ph["wide"]))
+    _report(problems, f"pages that scroll sideways at {PHONE['width']}×{PHONE['height']}")
+
+
+def test_on_a_phone_wide_tables_scroll_inside_their_box(visits: dict[str, Visit]) -> None:
+    scrolling = []
+    problems = []
+    for v in _examined(visits):
+        for t in v.phone.get("tables", []):
+            if t["scrollWidth"] > t["clientWidth"]:
+                if t["overflowX"] in ("auto", "scroll"):
+                    scrolling.append(v.page)
+                else:
+                    problems.append(f"{v.page}: a table {t['scrollWidth']}px wide in a {t['clientWidth']}px box "
+                                    f"that does not scroll (overflow-x: {t['overflowX']})")
+    _report(problems, "wide tables")
+    assert scrolling, "no table is wider than a phone screen: the test no longer shows that wide tables scroll"
+
+
+def test_screenshots_are_kept_for_ci(visits: dict[str, Visit]) -> None:
+    for name in SCREENSHOT_PAGES.values():
+        for suffix in ("desktop", "phone"):
+            shot = SCREENSHOTS / f"{name}-{suffix}.png"
+            assert shot.exists() and shot.stat().st_size > 5_000, shot
+
+
+# ----------------------------------------------------------------------------------------------- search
+
+
+@pytest.fixture(scope="module")
+def search_box(chromium, site_url: str):
+    """The home page at desktop size with the search box focused (the "/" shortcut), index loaded."""
+    context = chromium.new_context(viewport=DESKTOP, locale="zh-CN")
+    page = context.new_page()
+    page.goto(site_url, wait_until="load")
+    page.keyboard.press("/")
+    page.wait_for_function("document.activeElement && document.activeElement.matches('.md-search__input')")
+    yield page
+    context.close()
+
+
+def search(page, query: str) -> tuple[str, list[str]]:
+    """Type a query as a reader would; returns the result count line and the result pages, best first.
+
+    Material reads the box on keyup; a Chinese input method commits the text and then releases a key, so
+    the text goes in at once and a key release follows."""
+    box = page.locator(".md-search__input")
+    box.fill("")
+    page.keyboard.press("End")
+    page.wait_for_function("document.querySelector('.md-search-result__meta').textContent.includes('键入')")
+    box.fill(query)
+    page.keyboard.press("End")
+    page.wait_for_function(
+        "(() => { const m = document.querySelector('.md-search-result__meta').textContent;"
+        " return /没有找到/.test(m) || (/符合条件/.test(m) && document.querySelector('.md-search-result__item')) })()")
+    meta = page.inner_text(".md-search-result__meta")
+    # One result item per page (its best sections fold under it): the page of each item's first link.
+    hrefs = page.eval_on_selector_all(".md-search-result__item",
+                                      "els => els.map(e => e.querySelector('a.md-search-result__link').href)")
+    pages = [unquote(urlsplit(h).path.lstrip("/")) for h in hrefs]
+    return meta, list(dict.fromkeys(pages))
+
+
+@pytest.mark.parametrize(
+    "query, expected, within",
+    [
+        ("注意力", "lecture07/s02-self-attention/", 10),  # on almost every page: the first screen of results
+        ("位置编码", "lecture07/s05-position/", 3),
+        ("多头注意力", "lecture07/s06-multihead/", 3),
+        ("困惑度", "lecture07/s11-experiments/", 3),
+    ],
+)
+def test_search_finds_the_page_for_a_typed_term(search_box, query: str, expected: str, within: int) -> None:
+    meta, pages = search(search_box, query)
+    assert expected in pages, f"{query!r}: {meta}; result pages: {pages}"
+    rank = pages.index(expected) + 1
+    assert rank <= within, f"{query!r}: {expected} is result {rank}, expected within the first {within}: {pages}"
+
+
+@pytest.mark.parametrize("query", ["位置编码", "多头注意力", "注意力"])
+def test_search_looks_up_and_highlights_the_whole_typed_term(search_box, query: str) -> None:
+    search(search_box, query)
+    href = search_box.eval_on_selector(".md-search-result__item a.md-search-result__link", "a => a.href")
+    highlighted = parse_qs(urlsplit(href).query).get("h", [""])[0].split()
+    assert query in highlighted, f"{query!r} is searched and highlighted as {highlighted}"
