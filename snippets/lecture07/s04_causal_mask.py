@@ -7,7 +7,8 @@
 import numpy as np
 
 from transformer_book.attention_numpy import causal_mask, self_attention
-from transformer_book.book import Table, Value
+from transformer_book.book import Figure, Table, Value
+from transformer_book.plotting import attention_heatmap, new_figure
 
 WORDS = ["the", "cat", "sat", "down"]
 D, D_K = 4, 3
@@ -35,7 +36,12 @@ def compute():
         return Table(columns=["", *WORDS], rows=[[w, *row] for w, row in zip(WORDS, matrix)],
                      formats=["", *[fmt] * len(WORDS)])
 
+    fig, (ax_all, ax_causal) = new_figure(ncols=2, width=7.2, height=3.4)
+    attention_heatmap(ax_all, unmasked.weights, WORDS, WORDS, title="不加掩码")
+    attention_heatmap(ax_causal, trace.weights, WORDS, WORDS, title="加上因果掩码")
+
     return {
+        "heatmap": Figure(fig),
         "mask": words_table(mask.astype(int), "d"),
         "weights": words_table(trace.weights, ".3f"),
         "earlier_outputs_max_diff": Value(earlier_diff, ".1f"),

@@ -38,3 +38,42 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float
     setup_fonts()
     fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", **kwargs)
     return fig, axes
+
+
+def attention_heatmap(ax, weights, row_labels, col_labels, *, title: str = "", annotate: bool = True, vmax: float = 1.0):
+    """把一个注意力权重矩阵画成热图：行是查询（谁在看），列是键（被看的位置）。
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+    weights : array, 形状 (n_q, n_k)
+        每行是一个查询的注意力分布。
+    row_labels, col_labels : 字符串序列
+        行、列的标签（词）。
+    title : str
+        子图标题。
+    annotate : bool
+        是否在每格里写出权重（保留两位小数）。
+    vmax : float
+        颜色刻度的上限。
+
+    Returns
+    -------
+    matplotlib.image.AxesImage
+    """
+    import numpy as np
+
+    w = np.asarray(weights, dtype=float)
+    image = ax.imshow(w, cmap="Blues", vmin=0.0, vmax=vmax)
+    ax.set_xticks(range(w.shape[1]), list(col_labels))
+    ax.set_yticks(range(w.shape[0]), list(row_labels))
+    ax.set_xlabel("被关注的词（键）")
+    ax.set_ylabel("查询的词")
+    if title:
+        ax.set_title(title)
+    if annotate:
+        for i in range(w.shape[0]):
+            for j in range(w.shape[1]):
+                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if w[i, j] > 0.6 * vmax else "black")
+    return image
