@@ -33,6 +33,8 @@ import torch.nn.functional as F
 def scaled_dot_product_attention(q, k, v, mask=None, *, dropout_p=0.0):
     """缩放点积注意力（scaled dot-product attention）：softmax(Q Kᵀ / √d_h) V。
 
+    书中讲解：第 7 讲第 2–3 节（自注意力与缩放），第 4.3 节（掩码）。
+
     这是教学用的“可读路径”，测试保证它与 ``F.scaled_dot_product_attention`` 一致。
 
     Parameters
@@ -67,6 +69,8 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, dropout_p=0.0):
 
 class MultiHeadAttention(nn.Module):
     """多头注意力（multi-head attention），可做自注意力，也可做交叉注意力（cross-attention）。
+
+    书中讲解：第 7 讲第 6 节；第 20 章「多头注意力」。
 
     参数布局与 ``nn.MultiheadAttention`` 相同：``in_proj`` 是打包的 d → 3d 线性层（输出依次是 Q、K、V），
     ``out_proj`` 是输出投影 W^O。把权重搬进 ``nn.MultiheadAttention`` 只需四次复制::
@@ -152,6 +156,8 @@ class MultiHeadAttention(nn.Module):
 def sinusoidal_encoding(max_len, d):
     """正弦位置编码表（Vaswani 等 2017）：PE[p, 2i] = sin(p·ω_i)，PE[p, 2i+1] = cos(p·ω_i)，ω_i = 10000^(−2i/d)。
 
+    书中讲解：第 7 讲第 5.2 节。
+
     Parameters
     ----------
     max_len, d : int
@@ -171,6 +177,8 @@ def sinusoidal_encoding(max_len, d):
 
 class LearnedPositionEmbedding(nn.Module):
     """可学习的位置嵌入：一张 L_max × d 的表，每个位置一行（BERT、GPT-2 的做法）。
+
+    书中讲解：第 7 讲第 5.3 节。
 
     Parameters
     ----------
@@ -245,6 +253,8 @@ def apply_rope(x, cos, sin):
 
 class FeedForward(nn.Module):
     """逐位置的前馈网络（feed-forward network）：d → 4d → GELU → d。
+
+    书中讲解：第 7 讲第 4.2 节与第 7.3 节。
 
     Parameters
     ----------
@@ -346,6 +356,8 @@ class TransformerBlock(nn.Module):
 
 class TransformerLM(nn.Module):
     """Transformer 语言模型：词嵌入 + 位置 → N 个块 →（Pre-LN 时）最后的层归一化 → 输出层。
+
+    书中讲解：第 7 讲第 7–8 节（结构）、第 11 节（实验）；第 20 章「一个解码器块的完整旅程」。
 
     ``causal=True`` 是 GPT 式的解码器；``causal=False`` 是 BERT 式的编码器（双向）。
 
@@ -501,6 +513,8 @@ class TransformerLM(nn.Module):
 class EncoderDecoder(nn.Module):
     """编码器—解码器（原始 Transformer 的结构）：双向编码器读源句，带交叉注意力的因果解码器写目标句。
 
+    书中讲解：第 7 讲第 8.3 节。
+
     两边都是 ``TransformerLM``，由同样的块搭成。编码器的输出层与它的词嵌入共享（不增加参数），
     这里只用它的 ``features``。
 
@@ -580,6 +594,8 @@ def _sample_next(logits, temperature, top_k, top_p, generator):
 def generate(model, idx, max_new_tokens, *, temperature=1.0, top_k=None, top_p=None, generator=None,
              use_cache=True, return_logits=False):
     """自回归地续写 ``max_new_tokens`` 个词元。
+
+    书中讲解：第 20 章「并行训练，顺序生成」（解码策略与 KV 缓存）。
 
     上下文超过 ``model.max_len`` 时只保留最后 max_len 个词元（位置重新从 0 编号）。有缓存时，
     此后每一步都从裁剪后的窗口重建缓存，因此两条路径给出的词元完全相同，只是超过 max_len 后不再加速。
@@ -669,6 +685,8 @@ def warmup_cosine(step, *, warmup_steps, total_steps, max_lr, min_lr=0.0):
 def count_parameters(module):
     """参数个数，按对象身份去重：共享的权重（如权重共享时的词嵌入与输出层）只算一次。
 
+    书中讲解：第 7 讲第 7.5 节。
+
     Parameters
     ----------
     module : nn.Module
@@ -683,6 +701,8 @@ def count_parameters(module):
 
 def block_parameters(d):
     """一个 Transformer 块（含偏置，不含交叉注意力）的参数个数：12d² + 13d。
+
+    书中讲解：第 7 讲第 7.5 节。
 
     注意力 4d² + 4d（打包的 Q、K、V 为 3d² + 3d，输出投影 d² + d），
     前馈 8d² + 5d（d → 4d 为 4d² + 4d，4d → d 为 4d² + d），两个层归一化 4d。
