@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Set up if needed, then serve the book at http://127.0.0.1:8000 with live reload.
+# --dirty: a rebuild re-renders only the pages whose Markdown changed, plus (the book plugin sees to it)
+# every page that shows a snippet that just re-ran. Restart to refresh navigation titles everywhere.
 # Extra arguments go to `mkdocs serve` (e.g. `-a 0.0.0.0:8000`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export NO_MKDOCS_2_WARNING=1
-exec .venv/bin/mkdocs serve "$@"
+exec .venv/bin/mkdocs serve --dirty "$@"

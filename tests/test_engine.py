@@ -497,3 +497,27 @@ def test_a_failing_notebook_cell_fails_the_build_with_cell_and_line(project: Pat
     assert done.returncode != 0
     assert "docs/part/nb.ipynb:cell 2:2" in done.stdout + done.stderr
     assert "KeyError" in done.stdout + done.stderr
+
+
+def test_under_serve_dirty_pages_showing_a_rerun_snippet_are_rebuilt(project: Path) -> None:
+    from mkdocs.config import load_config
+    from mkdocs.structure.files import get_files
+
+    session(project).build(Options())  # cache everything first
+    (project / "lib" / "helper_b.py").write_text("VALUE = 8.0\n", encoding="utf-8")  # b re-runs, a does not
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        config = load_config(str(project / "mkdocs.yml"))
+    finally:
+        os.chdir(cwd)
+    plugin = config.plugins["book"]
+    plugin.on_startup(command="serve", dirty=True)
+    config = config.plugins.on_config(config)
+    plugin.on_pre_build(config=config)
+    files = get_files(config)
+    for f in files:
+        f.is_modified = lambda: False  # as if every page were already built and unchanged
+    files = plugin.on_files(files, config=config)
+    assert files.get_file_from_path("part/page.md").is_modified()  # it shows part/b, which re-ran
+    assert not files.get_file_from_path("index.md").is_modified()

@@ -368,6 +368,15 @@ def _context() -> multiprocessing.context.BaseContext:
     return _CONTEXT
 
 
+def warm_up() -> None:
+    """Start the forkserver (and its preloaded libraries) ahead of the first snippet run."""
+    ctx = _context()
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
 def run_many(
     tasks: list[Task], workers: int | None = None, expected: dict[str, float] | None = None
 ) -> dict[str, Outcome]:

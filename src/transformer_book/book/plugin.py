@@ -83,6 +83,7 @@ class BookPlugin(BasePlugin[BookConfig]):
     def on_startup(self, *, command: str, dirty: bool) -> None:
         # Defining on_startup keeps this instance across `mkdocs serve` rebuilds (file hashes, results).
         self.command = command
+        self.dirty = dirty  # `mkdocs serve --dirty`: MkDocs re-renders only modified pages
 
     @property
     def serving(self) -> bool:
@@ -114,6 +115,14 @@ class BookPlugin(BasePlugin[BookConfig]):
         return config
 
     def on_serve(self, server: Any, *, config: Any, builder: Any) -> Any:
+        # Start the worker forkserver (it imports torch, numpy, matplotlib: ~2 s) now, in the background,
+        # so that the first snippet edit of the session does not wait for it.
+        if self.options.execute:
+            import threading
+
+            from .execute import warm_up
+
+            threading.Thread(target=warm_up, daemon=True).start()
         for rel in self.config.watch:
             path = self.project_root / rel
             if path.exists():
@@ -178,12 +187,26 @@ class BookPlugin(BasePlugin[BookConfig]):
                     if isinstance(result, Figure):
                         files.append(File.generated(config, f"{GENERATED}/{sid}/{key}.svg", content=result.svg))
         self._use_executed_notebooks(files)
+        if getattr(self, "dirty", False):
+            self._mark_pages_with_new_results(files)
         if self.config.mathjax:
             import mathjax
 
             src = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5" / "tex-svg-full.js"
             files.append(File.generated(config, MATHJAX_URI, abs_src_path=str(src)))
         return files
+
+    def _mark_pages_with_new_results(self, files: Files) -> None:
+        """In a dirty rebuild MkDocs re-renders only pages whose source changed; a page whose snippet just
+        re-ran (or failed) must be re-rendered too, although its Markdown did not change."""
+        assert self.state is not None
+        fresh = {sid for sid, st in self.state.snippets.items() if st.status in ("ran", "error")}
+        pages = {where.rsplit(":", 1)[0] for (sid, _), wheres in self.usage.items() if sid in fresh for where in wheres}
+        pages |= {f"{sid}.ipynb" for sid in fresh if self.state.snippets[sid].snippet.is_notebook}
+        for page in pages:
+            f = files.get_file_from_path(page)
+            if f is not None:
+                f.is_modified = lambda: True  # type: ignore[method-assign]
 
     def _use_executed_notebooks(self, files: Files) -> None:
         """Point each notebook page at its executed copy (outputs included): what mkdocs-jupyter renders
