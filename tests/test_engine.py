@@ -338,11 +338,9 @@ def test_values_render_with_the_page_format_or_the_default() -> None:
 # -- under `mkdocs serve` -------------------------------------------------------------------------------
 
 
-def _serve_plugin(project: Path):
-    """The plugin as `mkdocs serve` drives it: started with command="serve", then one build's events."""
+def _serve_config(project: Path, dirty: bool):
+    """The project's config and book plugin, started as `mkdocs serve [--dirty]` starts them."""
     from mkdocs.config import load_config
-    from mkdocs.structure.files import get_files
-    from mkdocs.structure.pages import Page
 
     cwd = os.getcwd()
     os.chdir(project)
@@ -351,8 +349,16 @@ def _serve_plugin(project: Path):
     finally:
         os.chdir(cwd)
     plugin = config.plugins["book"]
-    plugin.on_startup(command="serve", dirty=False)
-    config = config.plugins.on_config(config)
+    plugin.on_startup(command="serve", dirty=dirty)
+    return config.plugins.on_config(config), plugin
+
+
+def _serve_plugin(project: Path):
+    """The plugin as `mkdocs serve` drives it: started with command="serve", then one build's events."""
+    from mkdocs.structure.files import get_files
+    from mkdocs.structure.pages import Page
+
+    config, plugin = _serve_config(project, dirty=False)
     files = get_files(config)
 
     def render(page_path: str) -> str:
@@ -500,20 +506,11 @@ def test_a_failing_notebook_cell_fails_the_build_with_cell_and_line(project: Pat
 
 
 def test_under_serve_dirty_pages_showing_a_rerun_snippet_are_rebuilt(project: Path) -> None:
-    from mkdocs.config import load_config
     from mkdocs.structure.files import get_files
 
     session(project).build(Options())  # cache everything first
     (project / "lib" / "helper_b.py").write_text("VALUE = 8.0\n", encoding="utf-8")  # b re-runs, a does not
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        config = load_config(str(project / "mkdocs.yml"))
-    finally:
-        os.chdir(cwd)
-    plugin = config.plugins["book"]
-    plugin.on_startup(command="serve", dirty=True)
-    config = config.plugins.on_config(config)
+    config, plugin = _serve_config(project, dirty=True)
     plugin.on_pre_build(config=config)
     files = get_files(config)
     for f in files:
