@@ -33,9 +33,9 @@ from typing import Any, Callable, Sequence
 import torch
 from torch import nn
 from torch.nn import functional as F
-from torch.overrides import TorchFunctionMode
 
 from transformer_book.char_tokenizer import CharTokenizer, train_val_split
+from transformer_book.shape_trace import TracedOp, shapes_of, symbolic_shape, trace_ops  # noqa: F401 (re-exported)
 from transformer_book.transformer import TransformerLM, count_parameters, generate, warmup_cosine
 
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "data" / "p08"
@@ -329,83 +329,6 @@ def train_p08(config: P08Config = P08Config(), data: P08Data | None = None, *,
 # ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TracedOp:
-    """一次张量运算：函数名、张量输入的形状、输出形状（多个输出时有多个），以及它发生在哪个被标记的模块里。"""
-
-    name: str
-    inputs: tuple[tuple[int, ...], ...]
-    shapes: tuple[tuple[int, ...], ...]
-    region: str = ""
-
-
-def _shapes(values) -> tuple[tuple[int, ...], ...]:
-    values = values if isinstance(values, (tuple, list)) else (values,)
-    return tuple(tuple(t.shape) for t in values if isinstance(t, torch.Tensor))
-
-
-class _OpRecorder(TorchFunctionMode):
-    def __init__(self, names: set[str] | None) -> None:
-        super().__init__()
-        self.names, self.ops, self.region = names, [], ""
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        name = getattr(func, "__name__", str(func))
-        if self.names is None or name in self.names:
-            shapes = _shapes(out)
-            if shapes:
-                self.ops.append(TracedOp(name, _shapes(args), shapes, self.region))
-        return out
-
-
-def trace_ops(fn: Callable[[], Any], names: Sequence[str] | None = None,
-              regions: dict[str, nn.Module] | None = None) -> tuple[Any, list[TracedOp]]:
-    """运行 ``fn()``，按执行顺序记录其中每个 torch 运算（``linear``、``view``、``transpose``、``matmul`` ……）。
-
-    Parameters
-    ----------
-    fn : callable
-        无参数的函数，例如 ``lambda: mha(x)``。
-    names : sequence of str, optional
-        只记录这些函数名（如 ``["linear", "view", "transpose", "softmax"]``）；默认全部记录。
-    regions : dict[str, nn.Module], optional
-        标记区域：在这些模块的前向计算之内发生的运算，``region`` 记为对应的名字（用前向钩子实现）。
-
-    Returns
-    -------
-    result : fn 的返回值
-    ops : list[TracedOp]
-    """
-    recorder = _OpRecorder(None if names is None else set(names))
-    handles = []
-    for region, module in (regions or {}).items():
-        def enter(_module, _args, region=region):
-            recorder.region = region
-
-        def leave(_module, _args, _output):
-            recorder.region = ""
-
-        handles += [module.register_forward_pre_hook(enter), module.register_forward_hook(leave)]
-    try:
-        with recorder:
-            result = fn()
-    finally:
-        for h in handles:
-            h.remove()
-    return result, recorder.ops
-
-
-def symbolic_shape(shape: Sequence[int], symbols: dict[int, str]) -> str:
-    """把具体形状写成记号，如 ``(2, 16, 128)`` 与 ``{2: "B", 16: "T", 128: "D"}`` → ``"[B, T, D]"``。
-
-    不在 ``symbols`` 里的维度原样写数字；空形状（标量）写成 ``"标量"``。选取互不相同的尺寸，记号才不会混淆。
-    """
-    if len(shape) == 0:
-        return "标量"
-    return "[" + ", ".join(symbols.get(int(n), str(int(n))) for n in shape) + "]"
-
-
 @dataclass
 class DataflowRow:
     """数据流核对表的一行：步骤、输入形状（可能有几个）、输出形状、学习参数的名称与个数。"""
@@ -459,7 +382,7 @@ def dataflow(model: TransformerLM, idx: torch.Tensor, target: torch.Tensor) -> D
     watched = {"tok_emb": model.tok_emb, "ln1": block.ln1, "in_proj": block.attn.in_proj,
                "out_proj": block.attn.out_proj, "ln2": block.ln2, "ffn": block.ffn, "fc1": block.ffn.fc1,
                "ln_f": model.ln_f, "head": model.head}
-    handles = [m.register_forward_hook(lambda mod, args, out, name=name: io.__setitem__(name, (_shapes(args), _shapes(out)[0])))
+    handles = [m.register_forward_hook(lambda mod, args, out, name=name: io.__setitem__(name, (shapes_of(args), shapes_of(out)[0])))
                for name, m in watched.items()]
 
     def run():

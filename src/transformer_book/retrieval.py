@@ -22,8 +22,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.overrides import TorchFunctionMode
 
+from transformer_book import shape_trace
+from transformer_book.shape_trace import trace_ops
 from transformer_book.transformer import MultiHeadAttention, count_parameters
 
 # ---------------------------------------------------------------------------
@@ -249,30 +250,15 @@ class ShapeStep:
     shapes: tuple[tuple[int, ...], ...]
 
 
-class _ShapeRecorder(TorchFunctionMode):
-    """记下每个返回张量的 torch 运算；只记最外层（F.linear 内部的运算不会重复出现）。"""
-
-    SKIP = {"size", "dim", "__get__", "__set__", "__setstate__", "requires_grad_"}
-
-    def __init__(self):
-        super().__init__()
-        self.steps: list[ShapeStep] = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        name = getattr(func, "__name__", str(func))
-        tensors = out if isinstance(out, (tuple, list)) else (out,)
-        if name not in self.SKIP and tensors and all(isinstance(t, torch.Tensor) for t in tensors):
-            self.steps.append(ShapeStep(op=name, shapes=tuple(tuple(t.shape) for t in tensors)))
-        return out
+# 这些“运算”不产生新的张量形状，不进形状表
+_NOT_SHAPE_STEPS = {"size", "dim", "__get__", "__set__", "__setstate__", "requires_grad_"}
 
 
 def trace_shapes(module, *args, **kwargs):
     """运行 ``module(*args, **kwargs)``，返回 (输出, [ShapeStep, …])：前向中每个张量运算的输出形状。"""
-    recorder = _ShapeRecorder()
-    with torch.no_grad(), recorder:
-        out = module(*args, **kwargs)
-    return out, recorder.steps
+    with torch.no_grad():
+        out, ops = trace_ops(lambda: module(*args, **kwargs))
+    return out, [ShapeStep(op=op.name, shapes=op.shapes) for op in ops if op.name not in _NOT_SHAPE_STEPS]
 
 
 def symbolic_shape(shape, names):
@@ -280,7 +266,7 @@ def symbolic_shape(shape, names):
 
     ``names`` 里的尺寸必须两两不同，否则换不回去；没有名字的尺寸原样保留。
     """
-    return "(" + ", ".join(names.get(n, str(n)) for n in shape) + ")"
+    return shape_trace.symbolic_shape(shape, names, brackets="()")
 
 
 def to_torch_mha(ours):
