@@ -10,6 +10,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Training tests run on 1 thread, as the book's snippets do (tiny models are faster and reproducible)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole book, built once per test run exactly as CI builds it: every snippet executed afresh,

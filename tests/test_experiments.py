@@ -16,12 +16,7 @@ VOCAB = tl.build_vocab()
 TINY = replace(ex.TRAIN_CONFIG, epochs=1, batch_size=32, warmup_steps=2)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from dataclasses import replace
 
@@ -14,16 +13,9 @@ from transformer_book.rnn import RNNLM, count_parameters
 from transformer_book.training import TokenData, TrainConfig, lm_loss, perplexity, train_language_model
 
 VOCAB = tl.build_vocab()
-HAS_TRANSFORMER = importlib.util.find_spec("transformer_book.transformer") is not None
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """线程数由调用者决定：这里用 1 个线程（小模型上多线程反而慢十几倍，结果也更可复现）。"""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _data(n: int, seed: int) -> list[list[int]]:
@@ -217,7 +209,6 @@ def test_rnn_is_causal():
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not HAS_TRANSFORMER, reason="transformer.py 还不存在")
 def test_same_loop_trains_the_transformer(tiny):
     from transformer_book.transformer import TransformerLM
 
@@ -233,7 +224,6 @@ def test_same_loop_trains_the_transformer(tiny):
     assert perplexity(result.model, dev, batch_size=1) == pytest.approx(perplexity(result.model, dev), rel=1e-5)
 
 
-@pytest.mark.skipif(not HAS_TRANSFORMER, reason="transformer.py 还不存在")
 def test_untrained_transformer_attends_almost_uniformly():
     """初始化时（权重 N(0, 0.02)）注意力几乎均匀：分给主语的权重约等于 1 / 前缀长度。"""
     from transformer_book.agreement import attention_to_subject
