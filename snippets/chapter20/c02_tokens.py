@@ -5,7 +5,7 @@
 """
 
 from transformer_book import p08
-from transformer_book.book import Table, Value
+from transformer_book.book import Claim, Table, Value
 from transformer_book.char_tokenizer import UNK, CharTokenizer
 
 LINE = "春风又绿江南岸"
@@ -20,13 +20,14 @@ def compute():
     toy = CharTokenizer.from_text(LINE)  # 词表只有这句诗的七个字（外加 <pad>、<unk>）
     corpus = p08.prepare_data().tokenizer  # 词表来自 P08 的训练语料
     toy_ids, corpus_ids = toy.encode(LINE), corpus.encode(LINE)
-    assert toy.decode(toy_ids) == LINE, "只由这句话建立的词表应当能原样还原它"
     unknown = [ch for ch, tok in zip(LINE, corpus.tokens(LINE)) if tok == UNK]
-    assert unknown, "这个例子要演示语料里没有的字"
 
     rows = [[ch, toy_id, shown(tok), corpus_id] for ch, toy_id, tok, corpus_id in zip(LINE, toy_ids, corpus.tokens(LINE), corpus_ids)]
     frequent = corpus.vocab[2:7]  # 语料里最常见的五个字符：编号 2 到 6
     return {
+        "toy_round_trip": Claim("只由这句诗建立的词表能把它原样还原", toy.decode(toy_ids) == LINE),
+        "has_unknown": Claim("P08 的语料里有这句诗没出现过的字", bool(unknown), unknown="".join(unknown)),
+
         "tokens": Table(columns=["字符", "玩具词表中的编号", "P08 词表中的词元", "P08 词表中的编号"], rows=rows),
         "toy_tokens": Value(" | ".join(toy.tokens(LINE))),
         "toy_ids": Value(" | ".join(str(i) for i in toy_ids)),
@@ -38,9 +39,3 @@ def compute():
         "corpus_decoded": Value(f"`{corpus.decode(corpus_ids)}`"),  # 写成代码样式：<unk> 不会被当成 HTML 标签
         "most_frequent": Value("、".join(f"「{ch}」" if ch not in "\n" else "换行符" for ch in frequent)),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

@@ -12,13 +12,13 @@ import math
 import torch
 
 from transformer_book import p08
-from transformer_book.book import Table, Tolerance, Value
+from transformer_book.book import Claim, Table, Value
 from transformer_book.transformer import scaled_dot_product_attention
 
 TOKENS = "春风又绿"
 D_MODEL, D_K = 8, 4
 SENTENCE = "一月二日，晴。早上醒得比平时晚"
-FLOAT32 = Tolerance(abs=1e-6, reason="float32 舍入误差的大小取决于 CPU 与 BLAS 的分块方式")
+
 
 
 def compute():
@@ -36,12 +36,9 @@ def compute():
     W_q, W_k, W_v = (torch.randn(D_MODEL, D_K, generator=g) / math.sqrt(D_MODEL) for _ in range(3))
     Q, K, V = X @ W_q, X @ W_k, X @ W_v  # 各 (T, d_k)
     _, weights = scaled_dot_product_attention(Q, K, V, mask)  # 掩码在 softmax 之前
-    assert torch.all(weights[~mask] == 0) and torch.allclose(weights.sum(-1), torch.ones(len(TOKENS)))
     _, unmasked = scaled_dot_product_attention(Q, K, V)
-    assert torch.allclose(weights[-1], unmasked[-1]), "最后一行什么都看得见，应当与不加掩码时相同"
     wrong = torch.softmax(Q @ K.T / math.sqrt(D_K), dim=-1).masked_fill(~mask, 0.0)  # 错误：softmax 之后才清零
     wrong_sums = wrong.sum(-1)
-    assert torch.all(wrong_sums[:-1] < 1 - 1e-3), "错误的顺序下，前几行的权重之和应当小于 1"
 
     ids = torch.tensor([tok.encode(SENTENCE)])  # (1, T)
     changed = ids.clone()
@@ -53,9 +50,6 @@ def compute():
         # 逐个前缀单独计算：位置 t 只把前 t 个词元交给模型
         prefix = torch.stack([model(ids[:, : t + 1])[0, -1] for t in range(ids.size(1))])  # (T, V)
         prefix_diff = float((prefix - logits[0]).abs().max())
-    assert earlier_diff == 0.0, "换掉最后一个词元，前面各位置的输出应当完全不变"
-    assert last_diff > 1e-4, "最后一个位置自己的输出应当改变"
-    assert prefix_diff < 1e-4, "并行计算与逐个前缀计算应当只差浮点误差"
 
     return {
         "visibility": visibility,
@@ -67,12 +61,16 @@ def compute():
                              formats=["", ".3f", ".3f"]),
         "sentence_length": Value(ids.size(1), "d"),
         "earlier_diff": Value(earlier_diff, ".1f"),
-        "last_diff": Value(last_diff, ".3f", tolerance=Tolerance(rel=1e-4, reason="float32 前向计算")),
-        "prefix_diff": Value(prefix_diff, ".1e", tolerance=FLOAT32),
+        "last_diff": Value(last_diff, ".3f", kind="trained"),  # float32 前向计算：末位取决于求和顺序
+        "prefix_diff": Value(prefix_diff, ".1e", kind="trained"),
+        "masked_rows": Claim("加上掩码后右上角全部为 0，每行仍然加起来等于 1",
+                             bool(torch.all(weights[~mask] == 0) and torch.allclose(weights.sum(-1), torch.ones(len(TOKENS))))),
+        "last_row_same": Claim("最后一行能看到所有位置，与不加掩码时完全相同", bool(torch.allclose(weights[-1], unmasked[-1]))),
+        "wrong_order_loses": Claim("softmax 之后才清零时，除最后一行外每行的权重之和都小于 1",
+                                   bool(torch.all(wrong_sums[:-1] < 1 - 1e-3)), sums=wrong_sums.tolist()),
+        "no_leak": Claim("换掉最后一个字，前面各位置的输出一点没变，最后一个位置的输出变了",
+                         earlier_diff == 0.0 and last_diff > 1e-4, earlier_diff=earlier_diff, last_diff=last_diff),
+        "parallel_equals_prefix": Claim("逐个前缀单独计算与整段并行计算只差浮点舍入（小于 10⁻⁴）", prefix_diff < 1e-4,
+                                        prefix_diff=prefix_diff),
     }
 
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

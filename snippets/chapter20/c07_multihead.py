@@ -9,7 +9,7 @@
 import torch
 
 from transformer_book import p08
-from transformer_book.book import Table, Value
+from transformer_book.book import Claim, Table, Value
 from transformer_book.transformer import MultiHeadAttention, count_parameters
 
 B, T = 2, 6
@@ -47,8 +47,8 @@ def compute():
         if (op.name, op.shapes) not in seen:
             seen.add((op.name, op.shapes))
             kept.append(op)
-    assert [op.name for op in kept] == [name for name, _ in STAGES], f"前向计算的运算序列变了：{[op.name for op in kept]}"
-    assert out.shape == x.shape, "多头注意力的输出与输入形状相同"
+    if [op.name for op in kept] != [name for name, _ in STAGES]:  # 表的“阶段”一列是按这个顺序写的
+        raise RuntimeError(f"MultiHeadAttention 的运算序列变了，请更新 STAGES：{[op.name for op in kept]}")
 
     rows = [["输入 $X$", "—", f"${p08.symbolic_shape(x.shape, SYMBOLS)}$", " × ".join(map(str, x.shape))]]
     for op, (_, meaning) in zip(kept, STAGES):
@@ -58,16 +58,12 @@ def compute():
 
     heads = [1, 2, 4, 8]
     counts = [count_parameters(MultiHeadAttention(d_model=D, n_heads=h)) for h in heads]
-    assert len(set(counts)) == 1, "头数不改变多头注意力的参数个数"
     return {
+        "same_params": Claim("头数从 1 到 8，多头注意力的参数个数都一样", len(set(counts)) == 1, counts=counts),
+        "same_shape": Claim("多头注意力的输出与输入形状相同", tuple(out.shape) == tuple(x.shape)),
+
         "trace": Table(columns=["阶段", "代码里的运算", "形状（记号）", "本例的形状"], rows=rows),
         "params_by_heads": Table(columns=["头数 $H$", "每头宽度 $d_h$", "参数个数"],
                                  rows=[[h, D // h, n] for h, n in zip(heads, counts)], formats=["d", "d", ",d"]),
         "mha_params": Value(counts[0], ",d"),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

@@ -9,7 +9,7 @@
 import torch
 
 from transformer_book import p08
-from transformer_book.book import Figure, Value
+from transformer_book.book import Claim, Figure, Value
 from transformer_book.diagrams import Box, draw_arrow, draw_skip, draw_stack, finish_diagram, new_diagram
 
 # 方框 → P08 模型里对应的子模块名（只列有参数的模块，用来核对画的顺序就是代码执行的顺序）
@@ -36,7 +36,6 @@ def compute():
     model = p08.build_model(config, vocab_size=50).eval()
     order = forward_order(model, torch.zeros(1, 4, dtype=torch.long))
     positions = [order.index(MODULE_OF_BOX[i]) for i in sorted(MODULE_OF_BOX)]
-    assert positions == sorted(positions), f"图中方框的顺序应当与前向计算的顺序一致：{order}"
 
     fig, ax = new_diagram(width=7.0)
     boxes = [
@@ -65,10 +64,10 @@ def compute():
             ha="center", va="bottom", fontsize=9, color="#1f4e96")
     ax.update_datalim([(x_loop - 0.8, y_in), (0.0, layout.centers[9][1] + 0.95)])
     finish_diagram(ax)
-    return {"figure": Figure(fig), "n_layers": Value(config.n_layers, "d")}
+    return {
+        "figure": Figure(fig),
+        "n_layers": Value(config.n_layers, "d"),
+        "order_matches_code": Claim("图中方框的先后与 P08 模型各子模块在前向计算中被调用的先后一致",
+                                    positions == sorted(positions), calls=order),
+    }
 
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

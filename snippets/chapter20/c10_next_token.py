@@ -11,13 +11,12 @@ import torch
 import torch.nn.functional as F
 
 from transformer_book import p08
-from transformer_book.book import Table, Tolerance, Value, artifact
+from transformer_book.book import Claim, Table, Value, artifact
 from transformer_book.char_tokenizer import CharTokenizer, shift_pairs
 
 REQUIRES = ["chapter20/p08_train"]
 PHRASE = "人工智能正在"
 VALIDATION_LINE = "十一月十五日，晴，风大。"  # 出自 notes.txt 的验证部分，训练时没见过
-TRAINED = Tolerance(rel=0.05, abs=1e-3, reason="训练得到的模型，不同 CPU 上训练结果略有差别")
 
 
 def compute():
@@ -32,7 +31,7 @@ def compute():
     tok = CharTokenizer.from_state(artifact("chapter20/p08_train", "tokenizer"))
     model = p08.load_model(artifact("chapter20/p08_train", "model"), config, tok.vocab_size)
     data = p08.prepare_data(val_fraction=config.val_fraction)
-    assert VALIDATION_LINE in data.val_text and VALIDATION_LINE not in data.train_text, "例句应当只出现在验证集里"
+    p08.require_validation_only(VALIDATION_LINE, data)  # 例句必须是模型训练时没见过的
     ids = tok.encode(VALIDATION_LINE)
     x, y = (torch.tensor([s]) for s in shift_pairs(ids))  # 各 (1, T)
     with torch.no_grad():
@@ -40,31 +39,28 @@ def compute():
     log_probs = torch.log_softmax(logits[0], dim=-1)  # (T, V)
     nll = -log_probs[torch.arange(y.size(1)), y[0]]  # (T,)：每个位置的 −ln p(真实的下一个字)
     loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
-    assert abs(float(nll.mean()) - float(loss)) < 1e-5, "交叉熵就是每个位置 −ln p 的平均"
     rows = [[t + 1, VALIDATION_LINE[: t + 1], VALIDATION_LINE[t + 1], float(math.exp(-n)), float(n)] for t, n in enumerate(nll.tolist())]
     easiest, hardest = int(nll.argmin()), int(nll.argmax())
     date_end = VALIDATION_LINE.index("，")  # 日期“十一月十五日”之后的逗号
-    assert easiest + 1 <= date_end, "正文说：最有把握的一步落在日期格式里"
-    assert hardest + 1 > VALIDATION_LINE.index("晴"), "正文说：最难的一步在天气之后"
     return {
+        "mean_is_cross_entropy": Claim("逐位置 −ln p 的平均就是 cross_entropy 给出的损失",
+                                       abs(float(nll.mean()) - float(loss)) < 1e-5, mean=float(nll.mean()), loss=float(loss)),
+        "easiest_in_date": Claim("最有把握的一步落在日期里", easiest + 1 <= date_end, position=easiest + 1),
+        "hardest_after_weather": Claim("最难的一步在天气之后", hardest + 1 > VALIDATION_LINE.index("晴"), position=hardest + 1),
         "shift": shift,
         "per_position": Table(
             columns=["位置", "模型已读到的文字", "真实的下一个字", "模型给它的概率 $p$", r"$-\ln p$"],
-            rows=rows, formats=["d", "", "", ".3f", ".2f"], tolerance=TRAINED,
+            rows=rows, formats=["d", "", "", ".3f", ".2f"],
+            kinds={"模型给它的概率 $p$": "trained", r"$-\ln p$": "trained"},
         ),
         "logits_shape": Value(" × ".join(map(str, logits.shape))),
         "vocab_size": Value(tok.vocab_size, ",d"),
-        "example_loss": Value(float(loss), ".2f", tolerance=TRAINED),
+        "example_loss": Value(float(loss), ".2f", kind="trained"),
         "uniform_loss": Value(math.log(tok.vocab_size), ".2f"),
         "easiest_next": Value(f"「{VALIDATION_LINE[easiest + 1]}」"),
         "easiest_prefix": Value(f"「{VALIDATION_LINE[: easiest + 1]}」"),
-        "easiest_p": Value(float(math.exp(-nll[easiest])), ".2f", tolerance=TRAINED),
+        "easiest_p": Value(float(math.exp(-nll[easiest])), ".2f", kind="trained"),
         "hardest_next": Value(f"「{VALIDATION_LINE[hardest + 1]}」"),
-        "hardest_p": Value(float(math.exp(-nll[hardest])), ".3f", tolerance=TRAINED),
+        "hardest_p": Value(float(math.exp(-nll[hardest])), ".3f", kind="trained"),
+
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

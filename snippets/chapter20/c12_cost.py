@@ -8,7 +8,7 @@
 import torch
 
 from transformer_book import p08
-from transformer_book.book import Figure, Table, Value
+from transformer_book.book import Claim, Figure, Table, Value
 from transformer_book.plotting import new_figure
 from transformer_book.transformer import scaled_dot_product_attention
 
@@ -18,10 +18,11 @@ BYTES_FLOAT32 = 4
 
 
 def compute():
+    read = {}
     for T in MEASURED:
         q = torch.zeros(1, 1, T, 8)  # (B, h, T, d_h)：内容无关紧要，只看权重张量的大小
         _, weights = scaled_dot_product_attention(q, q, q)
-        assert weights.numel() == p08.score_matrix_entries(T), f"T = {T}：权重张量应当有 T² 个元素"
+        read[T] = weights.numel()
 
     config = p08.P08Config()
     rows, previous = [], None
@@ -42,6 +43,10 @@ def compute():
     per_step = p08.score_matrix_entries(config.context, batch=config.batch_size, heads=config.n_heads,
                                         layers=config.n_layers)
     return {
+        "formula_matches_tensors": Claim("较小的几个长度上，从注意力权重张量读出的元素个数与公式 T² 一致",
+                                         all(n == p08.score_matrix_entries(T) for T, n in read.items()),
+                                         **{f"T_{T}": n for T, n in read.items()}),
+
         "growth": Table(columns=["序列长度 $T$", "分数矩阵元素 $T^2$", "与上一行相比", "float32 存储（MiB）", "KV 缓存元素（P08 模型）"],
                         rows=rows, formats=[",d", ",d", "", ",.2f", ",d"]),
         "figure": Figure(fig),
@@ -52,9 +57,3 @@ def compute():
         "gib_128k": Value(p08.score_matrix_entries(128_000) * BYTES_FLOAT32 / 2**30, ",.0f"),
         "p08_step_entries": Value(per_step, ",d"),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

@@ -8,7 +8,7 @@ B = 2，T = 16，D = 128，H = 4，D_h = 32，V = P08 的词表大小。
 import torch
 
 from transformer_book import p08
-from transformer_book.book import Table, Value
+from transformer_book.book import Claim, Table, Value
 from transformer_book.transformer import block_parameters, count_parameters
 
 B, T = 2, 16
@@ -21,7 +21,8 @@ def compute():
     model = p08.build_model(config, vocab).eval()  # 形状与参数个数与训练无关
     D, H = config.d_model, config.n_heads
     symbols = {B: "B", T: "T", D: "D", H: "H", D // H: "D_h", vocab: "V", 4 * D: "4D"}
-    assert len(symbols) == 7, "各尺寸必须两两不同，才能把数字换回记号"
+    if len(symbols) != 7:
+        raise ValueError("各尺寸必须两两不同，才能把数字换回记号：换一个 B 或 T")
     g = torch.Generator().manual_seed(0)
     idx = torch.randint(0, vocab, (B, T), generator=g)  # (B, T)
     target = torch.randint(0, vocab, (B, T), generator=g)  # (B, T)
@@ -39,15 +40,20 @@ def compute():
 
     rows = [[r.step, shapes(r.inputs), shapes([r.output], r.n_outputs), r.params, r.n_params] for r in flow.rows]
     total = sum(r.n_params for r in flow.rows)
-    assert total == count_parameters(model)
     rows.append(["合计", "", "", "", total])
     emb = flow.rows[0].n_params
     by_step = {r.step: r.n_params for r in flow.rows}
     block = sum(r.n_params for r in flow.rows[2:10])  # 第 1 个块：层归一化 1 到第二次残差相加
-    assert block == block_parameters(D) == by_step[f"其余 {config.n_layers - 1} 个块"] / (config.n_layers - 1), "块的参数应为 12D² + 13D"
+    others = by_step[f"其余 {config.n_layers - 1} 个块"] / (config.n_layers - 1)
     attention = by_step["Q/K/V 投影，拆成多头"] + by_step["合并各头，输出投影"]
-    assert abs(by_step["前馈网络"] / attention - 2) < 0.05, "正文说：前馈网络的参数约是注意力投影的两倍"
+    ffn_ratio = by_step["前馈网络"] / attention
     return {
+        "total_is_count": Claim("全表合计与 count_parameters 相等", total == count_parameters(model),
+                                table=total, counted=count_parameters(model)),
+        "block_formula": Claim("一个块的参数合计与 12D² + 13D 相符，其余的块与第一个块完全相同",
+                               block == block_parameters(D) == others, block=block, formula=block_parameters(D)),
+        "ffn_twice_attention": Claim("一个块里，前馈网络的参数约是注意力投影的两倍", abs(ffn_ratio - 2) < 0.05, ratio=ffn_ratio),
+
         "dataflow": Table(columns=["步骤", "输入形状", "输出形状", "学习参数", "参数个数"], rows=rows,
                           formats=["", "", "", "", ",d"]),
         "scores_shape": Value(f"${p08.symbolic_shape(flow.scores_shape, symbols)}$"),
@@ -57,9 +63,3 @@ def compute():
         "block_params": Value(block, ",d"),
         "vocab_size": Value(vocab, ",d"),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

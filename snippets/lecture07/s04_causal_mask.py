@@ -7,7 +7,7 @@
 import numpy as np
 
 from transformer_book.attention_numpy import causal_mask, self_attention
-from transformer_book.book import Figure, Table, Value
+from transformer_book.book import Claim, Figure, Table, Value
 from transformer_book.plotting import attention_heatmap, new_figure
 
 WORDS = ["the", "cat", "sat", "down"]
@@ -26,11 +26,9 @@ def compute():
     changed = self_attention(X_changed, W_q, W_k, W_v, mask=mask)
     earlier_diff = float(np.abs(trace.output[:-1] - changed.output[:-1]).max())
     last_diff = float(np.abs(trace.output[-1] - changed.output[-1]).max())
-    assert earlier_diff == 0.0, "换掉最后一个词，前面各位置的输出应当完全不变"
-    assert last_diff > 1e-3, "最后一个位置自己的输出应当改变"
-    assert np.all(trace.weights[~mask] == 0.0), "被屏蔽的位置权重应当恰好为 0"
     unmasked = self_attention(X, W_q, W_k, W_v)
-    assert np.allclose(trace.weights[-1], unmasked.weights[-1]), "最后一行什么都看得见，应当与不加掩码时相同"
+    masked_weight = float(np.abs(trace.weights[~mask]).max())
+    last_row_diff = float(np.abs(trace.weights[-1] - unmasked.weights[-1]).max())
 
     def words_table(matrix, fmt):
         return Table(columns=["", *WORDS], rows=[[w, *row] for w, row in zip(WORDS, matrix)],
@@ -46,10 +44,9 @@ def compute():
         "weights": words_table(trace.weights, ".3f"),
         "earlier_outputs_max_diff": Value(earlier_diff, ".1f"),
         "last_output_max_diff": Value(last_diff, ".3f"),
+        "masked_weights_zero": Claim("被挡住的位置，权重恰好是 0", masked_weight == 0.0, max_masked_weight=masked_weight),
+        "last_row_unchanged": Claim("最后一行什么都看得见，与不加掩码时相同", last_row_diff < 1e-12, max_diff=last_row_diff),
+        "earlier_outputs_unchanged": Claim("换掉最后一个词，前三个位置的输出恰好不变", earlier_diff == 0.0, max_diff=earlier_diff),
+        "last_output_changes": Claim("最后一个位置自己的输出变了", last_diff > 1e-3, max_diff=last_diff),
     }
 
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

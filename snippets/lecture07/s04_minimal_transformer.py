@@ -21,9 +21,3 @@ def compute():
     draw_stack(ax, boxes, direction="up", repeat=[(2, 3, "重复 N 层")])
     finish_diagram(ax)
     return {"figure": Figure(fig)}
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

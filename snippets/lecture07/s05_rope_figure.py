@@ -7,7 +7,7 @@ d_k = 2 时只有一对维度，θ = 10000⁰ = 1 弧度。左图：同一个查
 
 import numpy as np
 
-from transformer_book.book import Figure
+from transformer_book.book import Claim, Figure
 from transformer_book.plotting import new_figure
 from transformer_book.position_demos import rope_rotate
 
@@ -45,7 +45,7 @@ def compute():
         arrow(ax_right, k_n, color, style="--")
         ax_right.plot([q_m[0], k_n[0]], [q_m[1], k_n[1]], "o", color=color, markersize=3,
                       label=f"(m, n) = ({m}, {n})：点积 {dots[-1]:.3f}".replace("-", "−"))
-    assert abs(dots[0] - dots[1]) < 1e-6, "m − n 相同，旋转后的点积应当相同"
+
     ax_right.set_title("实线：位置 m 的查询；虚线：位置 n 的键", fontsize=10)
     ax_right.legend(loc="lower left", fontsize=8)
 
@@ -55,10 +55,9 @@ def compute():
         ax.axhline(0, color="#cccccc", lw=0.6, zorder=0)
         ax.axvline(0, color="#cccccc", lw=0.6, zorder=0)
         ax.set(xlim=(-1.45, 1.45), ylim=(-1.45, 1.45), aspect="equal", xticks=[], yticks=[])
-    return {"figure": Figure(fig, data={"dot_products": dots})}
+    return {
+        "figure": Figure(fig, data={"dot_products": dots}),
+        "same_dot_product": Claim("m − n 相同的两组，旋转后的点积相同", abs(dots[0] - dots[1]) < 1e-6,
+                                  dot_1_0=dots[0], dot_4_3=dots[1]),
+    }
 
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

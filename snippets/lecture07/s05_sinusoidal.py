@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from transformer_book.book import Figure, Table, Value
+from transformer_book.book import Claim, Figure, Table, Value
 from transformer_book.plotting import new_figure
 from transformer_book.position_demos import frequencies, sinusoidal_table
 
@@ -36,9 +36,12 @@ def compute():
     fig.colorbar(image, ax=ax, label="编码值")
 
     last_two = pe[:, -2:]  # 最后一对维度在 50 个位置内的取值
-    assert np.abs(pe).max() <= 1.0, "正弦编码的值都在 [−1, 1] 之间"
-    assert np.abs(last_two[:, 0]).max() < 0.02 and last_two[:, 1].min() > 0.999, "最后一对维度在 50 个位置内几乎不变"
     return {
+        "bounded": Claim("所有值都落在 [−1, 1] 之内", float(np.abs(pe).max()) <= 1.0, max_abs=float(np.abs(pe).max())),
+        "last_pair_still": Claim("最后一对维度在 50 个位置之内几乎不动（正弦的绝对值小于 0.02，余弦大于 0.999）",
+                                 float(np.abs(last_two[:, 0]).max()) < 0.02 and float(last_two[:, 1].min()) > 0.999,
+                                 sin_max=float(np.abs(last_two[:, 0]).max()), cos_min=float(last_two[:, 1].min())),
+
         "table": table,
         "heatmap": Figure(fig),
         "fastest_period": Value(2 * math.pi / omega[0], ".1f"),
@@ -46,9 +49,3 @@ def compute():
         "last_sin_max": Value(np.abs(last_two[:, 0]).max(), ".4f"),
         "last_cos_min": Value(last_two[:, 1].min(), ".5f"),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

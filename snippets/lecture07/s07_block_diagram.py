@@ -41,9 +41,3 @@ def compute():
     ax.update_datalim([(-2.2, -1.0), (7.4, top + 1.2)])
     finish_diagram(ax)
     return {"figure": Figure(fig)}
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

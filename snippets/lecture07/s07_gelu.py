@@ -8,10 +8,8 @@ GELU 有两种写法：精确形式 x·Φ(x)（Φ 是标准正态分布的累积
 import torch
 import torch.nn.functional as F
 
-from transformer_book.book import Table, Tolerance, Value
+from transformer_book.book import Claim, Table, Value
 from transformer_book.transformer import FeedForward
-
-EPS_FLOAT32 = Tolerance(abs=1e-6, reason="float32 舍入误差的具体大小取决于 CPU 与 BLAS 的求和顺序")
 
 
 def compute():
@@ -22,22 +20,18 @@ def compute():
         ours = ffn(x)
         diffs = {name: float((ours - ffn.fc2(F.gelu(ffn.fc1(x), approximate=name))).abs().max())
                  for name in ("none", "tanh")}
-    assert diffs["none"] < 1e-6 < diffs["tanh"], "FeedForward 应当用精确的 GELU"
     grid = torch.linspace(-6, 6, 12001)
-    gap = (F.gelu(grid) - F.gelu(grid, approximate="tanh")).abs()
-    assert float(gap.max()) < 1e-3
+    gap = float((F.gelu(grid) - F.gelu(grid, approximate="tanh")).abs().max())
     return {
         "variants": Table(
             columns=["用哪种 GELU 重算", "与 FeedForward 输出的最大差"],
             rows=[["精确形式 $x\\,\\Phi(x)$", diffs["none"]], ["tanh 近似（GPT-2）", diffs["tanh"]]],
             formats=["", ".2g"],
-            tolerance=EPS_FLOAT32,
+            kind="trained",  # 舍入误差本身：取决于求和顺序
         ),
-        "max_gap": Value(float(gap.max()), ".1e", tolerance=EPS_FLOAT32),
+        "max_gap": Value(gap, ".1e", kind="trained"),
+        "uses_exact": Claim("FeedForward 用的是精确形式的 GELU：与精确形式重算只差舍入（小于 10⁻⁶），与 tanh 近似的差更大",
+                            diffs["none"] < 1e-6 < diffs["tanh"], **diffs),
+        "variants_close": Claim("两种 GELU 在 [−6, 6] 上相差不到 10⁻³", gap < 1e-3, max_gap=gap),
     }
 
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

@@ -5,7 +5,7 @@
 可学习的位置嵌入，输出层与词嵌入共享。模型搭在 meta 设备上，只有形状、不占内存。
 """
 
-from transformer_book.book import Table, Value
+from transformer_book.book import Claim, Table, Value
 from transformer_book.depth_study import block_parameter_breakdown, block_parameter_formula, gpt2_small_breakdown
 
 WIDTHS = [64, 128, 768]
@@ -13,10 +13,10 @@ PARTS = {"attention": "注意力", "ffn": "前馈网络", "layer_norms": "两个
 
 
 def compute():
-    rows = []
+    rows, every_part = [], True
     for d in WIDTHS:
         counted, formula = block_parameter_breakdown(d), block_parameter_formula(d)
-        assert counted == formula, f"d = {d}：公式 {formula} 与实际 {counted} 不符"
+        every_part = every_part and counted == formula  # 各部分逐一与公式核对
         rows.append([d, *[counted[p] for p in PARTS], formula["total"], counted["total"] == formula["total"]])
     per_block = Table(
         columns=["$d$", *PARTS.values(), "公式 $12d^2+13d$", "一致"],
@@ -25,9 +25,7 @@ def compute():
     )
 
     gpt2 = gpt2_small_breakdown()
-    assert gpt2["head_is_embedding"], "输出层应当与词嵌入共享同一个矩阵"
     parts = ["token_embedding", "position_embedding", "blocks", "final_norm"]
-    assert sum(gpt2[p] for p in parts) == gpt2["total"], "各部分加起来应当等于总数"
     share = {p: gpt2[p] / gpt2["total"] for p in parts}
     names = {"token_embedding": "词嵌入 $Vd$（与输出层共享）", "position_embedding": r"位置嵌入 $L_{\max} d$",
              "blocks": "12 个块", "final_norm": "最后的层归一化 $2d$"}
@@ -44,10 +42,8 @@ def compute():
         "gpt2_embedding_share": Value(share["token_embedding"], ".1%"),
         "gpt2_blocks_share": Value(share["blocks"], ".1%"),
         "ffn_share_768": Value(ffn_share, ".1%"),
+        "formula_holds": Claim("三个宽度下，块的每一部分数出的参数都与公式相同", every_part),
+        "head_is_embedding": Claim("输出层与词嵌入是同一个矩阵，不另外占参数", gpt2["head_is_embedding"]),
+        "parts_add_up": Claim("各部分加起来等于总数", sum(gpt2[p] for p in parts) == gpt2["total"]),
     }
 
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

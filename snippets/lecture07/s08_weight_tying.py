@@ -8,7 +8,7 @@ d = 768，12 层）只用公式数：词嵌入 V·d + 位置表 L_max·d + 12 �
 
 import torch
 
-from transformer_book.book import Table, Value
+from transformer_book.book import Claim, Table, Value
 from transformer_book.transformer import TransformerLM, block_parameters, count_parameters
 
 SMALL = dict(vocab_size=30, d_model=64, n_heads=4, n_layers=2, max_len=64)
@@ -20,14 +20,12 @@ def compute():
     tied = TransformerLM(tie_weights=True, **SMALL)
     untied = TransformerLM(tie_weights=False, **SMALL)
     same_tensor = tied.head.weight is tied.tok_emb.weight
-    assert same_tensor and untied.head.weight is not untied.tok_emb.weight
     small_vd = SMALL["vocab_size"] * SMALL["d_model"]
     saved = count_parameters(untied) - count_parameters(tied)
-    assert saved == small_vd, "权重共享省下的参数应当恰好是 V·d"
     # 共享时，对输出层做的任何改动都落在词嵌入上：两者是同一块内存
     with torch.no_grad():
         tied.head.weight[0, 0] = 1.0
-    assert tied.tok_emb.weight[0, 0].item() == 1.0
+    follows = tied.tok_emb.weight[0, 0].item() == 1.0
 
     V, d, N, L = GPT2["vocab_size"], GPT2["d_model"], GPT2["n_layers"], GPT2["max_len"]
     gpt2_tied = V * d + L * d + N * block_parameters(d) + 2 * d
@@ -46,10 +44,8 @@ def compute():
         "gpt2_saved": Value(gpt2_vd, ",d"),
         "gpt2_saved_wan": Value(gpt2_vd / 1e4, ".0f"),
         "gpt2_saved_share_of_untied": Value(gpt2_vd / (gpt2_tied + gpt2_vd), ".1%"),
+        "same_memory": Claim("共享时输出层与词嵌入是同一个张量（不共享时不是），改动一个，另一个跟着变",
+                             same_tensor and untied.head.weight is not untied.tok_emb.weight and follows),
+        "saves_vd": Claim("权重共享省下的参数恰好是 V·d", saved == small_vd, saved=saved, vd=small_vd),
     }
 
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

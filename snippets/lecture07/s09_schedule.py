@@ -55,9 +55,3 @@ def compute():
         "inverse_sqrt_last_milli": Value(inverse_sqrt(total, warmup_steps=warm, max_lr=peak) * milli, ".2f"),
         "inverse_sqrt_last_ratio": Value(inverse_sqrt(total, warmup_steps=warm, max_lr=peak) / peak, ".0%"),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

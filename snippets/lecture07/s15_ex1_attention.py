@@ -32,9 +32,3 @@ def compute():
         "o2_first": Value(output[1, 0], ".3f"),
         "o2_second": Value(output[1, 1], ".3f"),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from transformer_book.book import Table, Value
+from transformer_book.book import Claim, Table, Value
 from transformer_book.transformer import apply_rope
 
 THETA = math.pi / 6
@@ -35,9 +35,12 @@ def compute():
         q_rot, k_rot = rotate(q, m), rotate(k, n)
         rows.append([label, m, n, *q_rot.tolist(), *k_rot.tolist(), float(q_rot @ k_rot)])
     a = rows[0]
-    assert all(abs(r[-1] - a[-1]) < 1e-12 for r in rows[:3]), "(a)(b)(c) 的点积应当相同"
-    assert abs(rows[3][-1] - rows[4][-1]) > 0.5, "方向不同时，位置差 +1 与 −1 的打分应当不同"
     return {
+        "abc_equal": Claim("(a)(b)(c) 三种情形的点积相同", all(abs(r[-1] - a[-1]) < 1e-12 for r in rows[:3]),
+                           dots=[r[-1] for r in rows[:3]]),
+        "sign_matters": Claim("q 与 k 方向不同时，位置差 +1 与 −1 的打分不同", abs(rows[3][-1] - rows[4][-1]) > 0.5,
+                              ahead=rows[3][-1], behind=rows[4][-1]),
+
         "table": Table(
             columns=["情形", "$m$", "$n$", "$\\tilde q$ 第 1 维", "$\\tilde q$ 第 2 维", "$\\tilde k$ 第 1 维",
                      "$\\tilde k$ 第 2 维", "$\\tilde q \\cdot \\tilde k$"],
@@ -55,9 +58,3 @@ def compute():
         "dot_ahead": Value(rows[3][-1], ".3f"),
         "dot_behind": Value(rows[4][-1], ".3f"),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

@@ -33,9 +33,3 @@ def compute():
         "total_yi": Value(total / 1e8, ".0f"),
         "blocks_share": Value(blocks / total, ".0%"),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

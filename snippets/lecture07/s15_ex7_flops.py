@@ -3,7 +3,7 @@
 用第 10.1 节的计数约定（``transformer_book.flops``）。
 """
 
-from transformer_book.book import Value
+from transformer_book.book import Claim, Value
 from transformer_book.flops import attention_share, crossover_length
 
 D, CONTEXT = 4096, 131_072
@@ -11,18 +11,14 @@ D, CONTEXT = 4096, 131_072
 
 def compute():
     crossover = crossover_length(D)
-    assert abs(attention_share(crossover, D) - 0.5) < 1e-12, "n = 6d 时两部分应当正好相等"
     ratio = CONTEXT / crossover
     return {
+        "equal_at_6d": Claim("n = 6d 时，注意力矩阵与线性层的计算量正好相等", abs(attention_share(crossover, D) - 0.5) < 1e-12,
+                             share=attention_share(crossover, D)),
+
         "crossover": Value(crossover, "d"),
         "ratio": Value(ratio, ".2f"),
         "ratio_plus_one": Value(ratio + 1, ".2f"),
         "share": Value(attention_share(CONTEXT, D), ".0%"),
         "share_precise": Value(attention_share(CONTEXT, D), ".1%"),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

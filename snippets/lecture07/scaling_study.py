@@ -45,9 +45,3 @@ def compute():
         "dot_std_64": Value(by_dk[64].dot_std, ".1f"),
         "dot_std_1024": Value(by_dk[1024].dot_std, ".1f"),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

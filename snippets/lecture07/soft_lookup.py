@@ -29,9 +29,3 @@ def compute():
         "long_query_top_weight": Value(first_weights[0], ".3f"),
         "long_query_output": Value(first_output, ".2f"),
     }
-
-
-if __name__ == "__main__":
-    from transformer_book.book.show import main
-
-    main(compute)

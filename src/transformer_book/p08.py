@@ -114,6 +114,13 @@ def visible(text: str) -> str:
     return text.replace("\n", "↵")
 
 
+def require_validation_only(line: str, data: "P08Data") -> None:
+    """例句必须只出现在验证集里（模型训练时没见过它）；否则报错——这是写片段时的前提，不是结论。"""
+    if line not in data.val_text or line in data.train_text:
+        raise ValueError(f"例句 {line!r} 应当只出现在验证集里：换一句，或检查 val_fraction")
+
+
+
 def unigram_loss(data: P08Data) -> float:
     """只看字频、不看上下文的基线：按训练集字频（加一平滑）预测验证集每个字符的平均交叉熵。
 
@@ -524,7 +531,19 @@ def attention_statistics(model: TransformerLM, x: torch.Tensor, marked: torch.Te
     return out
 
 
-def uniform_attention_baseline(x: torch.Tensor, marked: torch.Tensor | None = None) -> dict[str, float]:
+def attention_stripes(weights: torch.Tensor, threshold: float = 0.25) -> list[tuple[int, int]]:
+    """热力图里的“竖条”：每一列有多少个*后面的*位置分给它至少 ``threshold`` 的权重。
+
+    weights: (T, T)，一个头在一句话上的注意力权重。返回 [(列, 个数), …]，按个数从多到少排（个数相同按列序）；
+    最后一列后面没有位置，不计入。
+    """
+    T = weights.size(-1)
+    counts = [int((weights[c + 1:, c] >= threshold).sum()) for c in range(T - 1)]
+    return sorted(enumerate(counts), key=lambda kv: (-kv[1], kv[0]))
+
+
+def uniform_attention_baseline(
+x: torch.Tensor, marked: torch.Tensor | None = None) -> dict[str, float]:
     """对照：每个位置把权重平均分给所有看得见的位置（因果掩码下位置 t 看得见 t+1 个位置）时，
     :func:`attention_statistics` 的各项统计会是多少。"""
     T = x.size(1)
@@ -540,13 +559,18 @@ def uniform_attention_baseline(x: torch.Tensor, marked: torch.Tensor | None = No
 
 def time_generation(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: int, *, use_cache: bool,
                     repeats: int = 3) -> tuple[torch.Tensor, float]:
-    """贪心生成 ``max_new_tokens`` 个词元，返回生成结果与 ``repeats`` 次中最快一次的秒数。"""
+    """贪心生成 ``max_new_tokens`` 个词元，返回生成结果与 ``repeats`` 次中最快一次的 CPU 秒数。
+
+    计的是本进程用掉的 CPU 时间（``time.process_time``），不是墙钟时间：机器上别的程序抢走的时间不算在内，
+    所以机器忙的时候，两条路径的比值也不会因此走样。
+    """
     best, out = math.inf, None
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         out = generate(model, prompt, max_new_tokens, temperature=0, use_cache=use_cache)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, time.process_time() - t0)
     return out, best
+
 
 
 @torch.no_grad()

@@ -2,23 +2,35 @@
 
 Modules, one job each:
 
-- ``results``  – what a snippet returns (``Table``, ``Figure``, ``Value``, ``Tolerance``);
-- ``discover`` – finding snippets and the part of the cache key known before running;
-- ``artifacts`` – handing objects (trained models) from one snippet to another;
-- ``notebook`` – notebook pages executed as snippets (``record()`` names the numbers they show);
-- ``execute``  – running snippets in fresh worker processes with fixed seeds and threads;
-- ``cache``    – content-addressed, atomic, checksummed cache entries;
-- ``records``  – committed records beside the snippets, and the drift check against them;
-- ``pages``    – the page syntax: finding references and rendering them;
-- ``report``   – the timing table and the drift report;
-- ``session``  – one build: which snippets to run, cache, execute, compare;
-- ``plugin``   – the MkDocs glue.
+- ``results``     – what a snippet returns (``Table``, ``Figure``, ``Value``, ``Claim``, ``Block``, ``Artifact``)
+                    and the three kinds of number (exact, trained, measured);
+- ``discover``    – finding snippets and notebook pages;
+- ``environment`` – versions, platform and numerical settings: cache keys and provenance;
+- ``artifacts``   – handing data (trained weights …) from one snippet to another, never as pickles;
+- ``notebook``    – notebook pages executed as snippets (``record()`` and ``claim()``);
+- ``worker``      – running one snippet in a fresh process with fixed seeds and threads;
+- ``pool``        – the worker processes (a forkserver with the heavy libraries loaded);
+- ``cache``       – content-addressed, checksummed, data-only cache entries;
+- ``files``       – atomic writes with ordinary permissions; file hashing;
+- ``records``     – committed records beside the snippets;
+- ``drift``       – the check of fresh results against records, by kind;
+- ``calibrate``   – tolerances for trained values, measured under perturbations;
+- ``pages``       – the page syntax: finding references;
+- ``render``      – results into Markdown;
+- ``report``      – what the build says: drift, errors, record problems, timing;
+- ``session``     – one build: scheduling, cache, execution, checks;
+- ``project``     – the project's root and the one way to open a session on it;
+- ``config``      – the plugin's options and the Markdown extensions it needs;
+- ``plugin``      – the MkDocs events;
+- ``fix_notebook_html``, ``fix_search``, ``mathjax``, ``webfont`` – fixes and additions to the built site;
+- ``show``, ``cli`` – the terminal.
 
-The engine knows nothing about Transformers.
+The engine knows nothing about Transformers, and imports nothing from the rest of ``transformer_book``.
 """
 
 from .artifacts import artifact
-from .notebook import record
-from .results import Artifact, Figure, Table, Tolerance, Value
+from .notebook import claim, record
+from .results import EXACT, MEASURED, TRAINED, Artifact, Block, Claim, Figure, Table, Tolerance, Value
 
-__all__ = ["Artifact", "Figure", "Table", "Tolerance", "Value", "artifact", "record"]
+__all__ = ["EXACT", "MEASURED", "TRAINED", "Artifact", "Block", "Claim", "Figure", "Table", "Tolerance", "Value",
+           "artifact", "claim", "record"]

@@ -1,22 +1,11 @@
-"""Finding snippets and computing the part of their cache key that is known before running."""
+"""Finding the snippets of a book: script files under ``snippets/`` and notebook pages under ``docs/``."""
 
 from __future__ import annotations
 
 import ast
-import hashlib
-import importlib.metadata
 import json
-import platform
-import sys
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
-
-# Bump when the meaning of a cached result changes (payload layout, seeding, rendering of figures …).
-ENGINE_VERSION = "1"
-
-# Libraries whose version can change a snippet's numbers or figures.
-VERSIONED_PACKAGES = ("torch", "numpy", "matplotlib")
 
 
 @dataclass(frozen=True)
@@ -82,32 +71,3 @@ def discover(snippets_dir: Path, notebooks_dir: Path | None = None) -> dict[str,
                 raise ValueError(f"{path}: a snippet with the id {sid!r} exists already ({found[sid].path})")
             found[sid] = Snippet(sid, path, snippets_dir / f"{sid}.record.json")
     return found
-
-
-@lru_cache(maxsize=1)
-def environment() -> dict[str, str]:
-    """Versions that enter every cache key and every record's provenance."""
-    env = {
-        "engine": ENGINE_VERSION,
-        "python": platform.python_version(),
-        "platform": f"{platform.system()}-{platform.machine()}",
-    }
-    for name in VERSIONED_PACKAGES:
-        try:
-            env[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            env[name] = "absent"
-    return env
-
-
-def cache_key(snippet: Snippet, source: bytes | None = None, required: dict[str, str] | None = None) -> str:
-    """Hash of what is known before running; ``required`` maps each required snippet to its fingerprint."""
-    h = hashlib.sha256()
-    for sid, fingerprint in sorted((required or {}).items()):
-        h.update(f"requires {sid}={fingerprint}\n".encode())
-    for k, v in sorted(environment().items()):
-        h.update(f"{k}={v}\n".encode())
-    h.update(sys.implementation.cache_tag.encode() if sys.implementation.cache_tag else b"")
-    h.update(snippet.id.encode() + b"\0")
-    h.update(source if source is not None else snippet.source())
-    return h.hexdigest()[:32]

@@ -4,10 +4,12 @@ A notebook page (``docs/**/*.ipynb``, rendered by mkdocs-jupyter) is a plain-Pyt
 run in Jupyter. In the build it is executed here instead of by a Jupyter kernel, which gives it everything
 a snippet has: content-addressed caching (its source, the project modules it imports, its data files),
 fixed seeds and threads, errors that fail the build with ``notebook:cell N:line M``, and records of its
-numbers with drift checks. A cell states the numbers to record with :func:`record`::
+numbers with drift checks. A cell states the numbers to record with :func:`record`, and the statements
+about them that the page makes with :func:`claim`::
 
-    from transformer_book.book import record
-    record("val_loss", val_loss, ".3f")        # in Jupyter: just returns the value
+    from transformer_book.book import claim, record
+    val_loss = record("val_loss", val_loss, ".3f", kind="trained")  # in Jupyter: returns the value
+    claim("beats_unigram", val_loss < unigram, "训练后的模型比只看字频的基线好", val_loss=val_loss)
 
 The executed notebook (with outputs: printed text, the last expression, matplotlib figures as PNG) is what
 mkdocs-jupyter renders and what readers download.
@@ -23,24 +25,45 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .results import Table, Tolerance, Value
+from .results import EXACT, Claim, Table, Tolerance, Value
 
 # Set by the engine while a notebook runs: name -> result. None in Jupyter.
 _RECORDED: dict[str, Any] | None = None
 
 
-def record(name: str, value: Any, fmt: str = "", tolerance: Tolerance | None = None) -> Any:
+def _keep(what: str, name: str, result: Any) -> None:
+    if _RECORDED is None:
+        return
+    if not name.isidentifier():
+        raise ValueError(f"{what}(): name must be an identifier, got {name!r}")
+    if name in _RECORDED:
+        raise ValueError(f"{what}(): {name!r} recorded twice")
+    _RECORDED[name] = result
+
+
+def record(name: str, value: Any, fmt: str = "", tolerance: Tolerance | None = None, kind: str = EXACT) -> Any:
     """Record a number (or a ``Table``) that this notebook shows; returns ``value`` unchanged.
 
+    ``kind`` as for :class:`~.results.Value` (``"trained"`` for anything that depends on float order).
     Outside the book's build (in Jupyter) this does nothing else, so a notebook runs as-is.
     """
     if _RECORDED is not None:
-        if not name.isidentifier():
-            raise ValueError(f"record(): name must be an identifier, got {name!r}")
-        if name in _RECORDED:
-            raise ValueError(f"record(): {name!r} recorded twice")
-        _RECORDED[name] = value if isinstance(value, Table) else Value(value, fmt, tolerance or Tolerance())
+        _keep("record", name, value if isinstance(value, Table) else Value(value, fmt, tolerance or Tolerance(), kind))
     return value
+
+
+def claim(name: str, holds: Any, statement: str, **inputs: Any) -> bool:
+    """Record a statement the notebook's text makes about its results; returns whether it holds.
+
+    In the build a claim that does not hold fails the build with the notebook's name; in Jupyter a claim
+    that does not hold prints a warning, so the reader sees which sentence their run contradicts.
+    """
+    result = Claim(statement, holds, **inputs)
+    if _RECORDED is not None:
+        _keep("claim", name, result)
+    elif not result.holds:
+        print(f"注意：本次运行与正文的这句话不符——{statement}（{result.describe_inputs()}）")
+    return result.holds
 
 
 class NotebookCellError(Exception):

@@ -1,12 +1,13 @@
 """The page syntax: finding references to snippet results in Markdown, and rendering them.
 
-Three forms, all between ``{{ `` and `` }}`` (the space after ``{{`` is part of the syntax, so LaTeX's
+Four forms, all between ``{{ `` and `` }}`` (the space after ``{{`` is part of the syntax, so LaTeX's
 ``{{`` is never mistaken for a reference); fenced code blocks and inline code spans are left alone:
 
-- a block on a line of its own places a table or a figure, with an optional caption::
+- a block on a line of its own places a table, a figure or a ready-made block, with an optional caption::
 
       {{ table soft_lookup:lookup "表 2-1　三个查询的软查找" }}
       {{ figure scaling_study:curves "图 3-1　缩放前后" }}
+      {{ block some_snippet:svg }}
 
 - a block that shows a snippet's source as a collapsible listing::
 
@@ -15,6 +16,11 @@ Three forms, all between ``{{ `` and `` }}`` (the space after ``{{`` is part of 
 - an inline value inside a sentence, with an optional format spec::
 
       第一个查询的输出是 {{ soft_lookup:first_output | .2f }}。
+
+- a claim cited right after the sentence that makes it (rendered as a small check mark; the build fails,
+  naming this page:line, when the claim no longer holds)::
+
+      上下文越长，KV 缓存省下的越多。{{ claim c11_kv_cache:longer_saves_more }}
 
 A snippet id without a ``/`` is looked up in the folder of ``snippets/`` that has the page's folder name
 (``docs/lecture07/x.md`` → ``snippets/lecture07/``); ``lecture07/soft_lookup`` is always absolute.
@@ -25,15 +31,18 @@ from __future__ import annotations
 import posixpath
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterator
 
 _ID = r"[\w][\w./-]*"
 BLOCK_RE = re.compile(
-    rf'^(?P<indent>[ \t]*)\{{\{{\s+(?P<kind>table|figure)\s+(?P<snippet>{_ID}):(?P<key>\w+)'
+    rf'^(?P<indent>[ \t]*)\{{\{{\s+(?P<kind>table|figure|block)\s+(?P<snippet>{_ID}):(?P<key>\w+)'
     rf'(?:\s+"(?P<caption>[^"]*)")?\s*\}}\}}\s*$'
 )
 SOURCE_RE = re.compile(rf"^(?P<indent>[ \t]*)\{{\{{\s+source\s+(?P<snippet>{_ID})\s*\}}\}}\s*$")
-INLINE_RE = re.compile(rf"\{{\{{\s+(?P<snippet>{_ID}):(?P<key>\w+)\s*(?:\|\s*(?P<fmt>[^\s}}]+)\s*)?\}}\}}")
+INLINE_RE = re.compile(
+    rf"\{{\{{\s+(?:(?P<claim>claim)\s+)?(?P<snippet>{_ID}):(?P<key>\w+)\s*(?:\|\s*(?P<fmt>[^\s}}]+)\s*)?\}}\}}"
+)
 OPENER_RE = re.compile(r"\{\{\s")
 FENCE_RE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})")
 CODE_SPAN_RE = re.compile(r"(`+)(?:.+?)\1")
@@ -52,7 +61,7 @@ class PageRefError(Exception):
 class Ref:
     page: str  # docs-relative path of the page
     line: int  # 1-based line in the page's source file
-    kind: str  # "table" | "figure" | "source" | "value"
+    kind: str  # "table" | "figure" | "block" | "source" | "value" | "claim"
     snippet: str  # resolved snippet id
     key: str = ""
     fmt: str | None = None
@@ -97,6 +106,11 @@ def _split_code_spans(line: str) -> list[tuple[str, bool]]:
     return parts
 
 
+def _inline_ref(m: re.Match[str], page: str, lineno: int) -> Ref:
+    kind = "claim" if m["claim"] else "value"
+    return Ref(page, lineno, kind, resolve_id(m["snippet"], page), m["key"], m["fmt"] if kind == "value" else None)
+
+
 def find_refs(markdown: str, page: str, line_offset: int = 0) -> list[Ref]:
     """All references in a page, in order. A malformed ``{{ …`` raises with page:line."""
     refs: list[Ref] = []
@@ -117,12 +131,13 @@ def find_refs(markdown: str, page: str, line_offset: int = 0) -> list[Ref]:
             matched = 0
             for m in INLINE_RE.finditer(text):
                 matched += 1
-                refs.append(Ref(page, lineno, "value", resolve_id(m["snippet"], page), m["key"], m["fmt"]))
+                refs.append(_inline_ref(m, page, lineno))
             if len(OPENER_RE.findall(text)) > matched:
                 raise PageRefError(
                     where,
-                    "malformed reference: expected {{ snippet:key }} or {{ snippet:key | fmt }} inline, or "
-                    '{{ table|figure snippet:key "caption" }} / {{ source snippet }} on a line of its own',
+                    "malformed reference: expected {{ snippet:key }}, {{ snippet:key | fmt }} or "
+                    '{{ claim snippet:key }} inline, or {{ table|figure|block snippet:key "caption" }} / '
+                    "{{ source snippet }} on a line of its own",
                 )
     return refs
 
@@ -158,9 +173,23 @@ def render(markdown: str, page: str, line_offset: int, render_ref: Renderer) -> 
                 continue
 
             def _inline(mm: re.Match[str]) -> str:
-                r = Ref(page, lineno, "value", resolve_id(mm["snippet"], page), mm["key"], mm["fmt"])
-                return render_ref(r)
+                return render_ref(_inline_ref(mm, page, lineno))
 
             out.append(INLINE_RE.sub(_inline, text))
         lines[i] = "".join(out)
     return "\n".join(lines)
+
+
+def usage(docs_dir: Path) -> dict[tuple[str, str], list[str]]:
+    """Where each result is shown: ``(snippet, key) -> ["page.md:12", …]`` over every page of the book.
+    A page with a malformed reference is skipped here; its error is reported when it is rendered."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for md in sorted(docs_dir.rglob("*.md")):
+        page = md.relative_to(docs_dir).as_posix()
+        try:
+            refs = find_refs(md.read_text(encoding="utf-8"), page)
+        except PageRefError:
+            continue
+        for ref in refs:
+            found.setdefault((ref.snippet, ref.key), []).append(ref.where)
+    return found

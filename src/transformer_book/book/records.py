@@ -1,97 +1,32 @@
-"""Committed records of every number a snippet produces, and the drift check against them.
+"""Committed records of every number a snippet produces, beside the snippet.
 
 A record lives beside its snippet (``snippets/lecture07/scaling_study.py`` →
-``snippets/lecture07/scaling_study.record.json``): human-readable JSON with the provenance of the run
-(versions, platform, seed, threads, date), every result's numbers, and the tolerance each may move by.
-Records change only through ``python -m transformer_book accept`` (or, outside CI, when a snippet is new).
+``snippets/lecture07/scaling_study.record.json``): human-readable JSON with
+
+- ``provenance`` — versions, platform, build machine, seed, threads, date, and how long the run took;
+- ``results`` — every result's numbers with its kind (exact / trained / measured) and, for exact numbers,
+  the tolerance the snippet declared (a widened one always with its reason); claims with the numbers they
+  were decided on;
+- ``calibration`` — for trained numbers, per series: the spread observed when the snippet was re-executed
+  under perturbations, and the tolerance derived from it, with the calibration's own provenance.
+
+Records change only through ``python -m transformer_book accept`` / ``calibrate`` (or, outside CI, when a
+snippet is new). The drift check against them is :mod:`.drift`.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from .cache import atomic_write_text
-from .discover import environment
-from .execute import SEED, THREADS
-from .results import Artifact, Figure, Table, Tolerance, Value
+from .environment import SEED, machine, numerical_settings, threads, versions
+from .files import atomic_write_text
+from .results import DEFAULT_ABS, DEFAULT_REL, TRAINED, Artifact, Result, Tolerance
 
-FORMAT = 1
-
-
-@dataclass
-class Change:
-    """One number that differs between the record and a fresh run."""
-
-    snippet: str
-    result: str  # the result's name, e.g. "lookup"
-    path: str  # the number inside it, e.g. "lookup[0].输出"
-    old: Any
-    new: Any
-    tolerance: Tolerance | None  # None for a number that appeared or disappeared
-    kind: str = "drift"  # "drift" | "added" | "removed"
-
-    def describe(self) -> str:
-        if self.kind == "added":
-            return f"{self.path}: new value {self.new!r} (not in the record)"
-        if self.kind == "removed":
-            return f"{self.path}: recorded {self.old!r}, no longer produced"
-        tol = self.tolerance
-        tol_text = f"rel {tol.rel:g}, abs {tol.abs:g}" if tol else "exact"
-        return f"{self.path}: recorded {self.old!r}, now {self.new!r} (tolerance {tol_text})"
-
-
-def result_to_record(result: Any) -> dict[str, Any]:
-    rec = result.to_record()
-    rec["tolerance"] = result.tolerance.as_record()
-    return rec
-
-
-def numbers_of_record(key: str, rec: dict[str, Any]) -> Iterator[tuple[str, Any]]:
-    kind = rec.get("kind")
-    if kind == "value":
-        yield from Value(rec["value"]).numbers(key)
-    elif kind == "table":
-        yield from Table(rec["columns"], rec["rows"]).numbers(key)
-    elif kind == "figure":
-        yield from Figure(None, plotted=rec.get("plotted", {}), data=rec.get("data", {})).numbers(key)
-    else:
-        raise ValueError(f"unknown result kind {kind!r} in record for {key!r}")
-
-
-def _same(old: Any, new: Any, tol: Tolerance) -> bool:
-    """Numbers within tolerance; strings, booleans and None must be identical."""
-    exact = (str, bool, type(None))
-    if isinstance(old, exact) or isinstance(new, exact):
-        return type(old) is type(new) and old == new
-    return tol.allows(float(old), float(new))
-
-
-def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Any]) -> list[Change]:
-    """Every difference between a record and fresh results (empty list: no drift)."""
-    changes: list[Change] = []
-    recorded = (record or {}).get("results", {})
-    for key, result in results.items():
-        if isinstance(result, Artifact):
-            continue
-        new_numbers = dict(result.numbers(key))
-        old_numbers = dict(numbers_of_record(key, recorded[key])) if key in recorded else {}
-        for path, new in new_numbers.items():
-            if path not in old_numbers:
-                changes.append(Change(snippet, key, path, None, new, None, "added"))
-            elif not _same(old_numbers[path], new, result.tolerance):
-                changes.append(Change(snippet, key, path, old_numbers[path], new, result.tolerance))
-        for path, old in old_numbers.items():
-            if path not in new_numbers:
-                changes.append(Change(snippet, key, path, old, None, None, "removed"))
-    for key, rec in recorded.items():
-        if key not in results:
-            for path, old in numbers_of_record(key, rec):
-                changes.append(Change(snippet, key, path, old, None, None, "removed"))
-    return changes
+FORMAT = 2
+CALIBRATION_FACTOR = 3.0  # a calibrated tolerance is this many times the observed spread
 
 
 def load(path: Path) -> dict[str, Any] | None:
@@ -106,17 +41,90 @@ def load(path: Path) -> dict[str, Any] | None:
         raise ValueError(f"{path}:{exc.lineno}: the record is not valid JSON ({exc.msg})") from exc
     if not isinstance(data, dict) or "results" not in data:
         raise ValueError(f"{path}: not a snippet record (no 'results')")
+    if data.get("format") != FORMAT:
+        raise ValueError(f"{path}: record format {data.get('format')!r}, expected {FORMAT} (rewrite it with accept)")
     return data
 
 
-def build_record(snippet: str, results: dict[str, Any]) -> dict[str, Any]:
-    provenance = {**environment(), "seed": SEED, "threads": THREADS, "date": _dt.date.today().isoformat()}
-    return {
+def provenance(seconds: float | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {**versions(), "machine": machine(), "seed": SEED, "threads": threads(),
+                           "date": _dt.date.today().isoformat()}
+    settings = {k: v for k, v in numerical_settings().items() if k != "BOOK_THREADS"}
+    if settings:
+        out["settings"] = settings
+    if seconds is not None:
+        out["seconds"] = round(seconds, 2)  # measured; used to schedule long snippets first
+    return out
+
+
+def build_record(snippet: str, results: dict[str, Result], seconds: float | None = None,
+                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A record of fresh results. The calibration of ``previous`` is kept for the series that still exist
+    (accepting a deliberate change does not throw away what calibration measured)."""
+    rec: dict[str, Any] = {
         "format": FORMAT,
         "snippet": snippet,
-        "provenance": provenance,
-        "results": {key: result_to_record(r) for key, r in results.items() if not isinstance(r, Artifact)},
+        "provenance": provenance(seconds),
+        "results": {key: r.to_record() for key, r in results.items() if not isinstance(r, Artifact)},
     }
+    cal = (previous or {}).get("calibration")
+    if cal:
+        trained = {n.series for key, r in results.items() for n in r.numbers(key) if n.kind == TRAINED}
+        kept = {s: v for s, v in cal.get("series", {}).items() if s in trained}
+        if kept:
+            rec["calibration"] = {**cal, "series": kept}
+    return rec
+
+
+def calibrated_tolerance(record: dict[str, Any] | None, series: str) -> tuple[Tolerance | None, bool]:
+    """(tolerance, varies) of a trained series from the record's calibration; (None, False) if uncalibrated."""
+    entry = ((record or {}).get("calibration") or {}).get("series", {}).get(series)
+    if entry is None:
+        return None, False
+    tol = Tolerance(abs=max(float(entry.get("abs", 0.0)), DEFAULT_ABS), reason="calibrated")
+    return tol, bool(entry.get("varies", False))
+
+
+def problems(path: Path, record: dict[str, Any]) -> list[str]:
+    """What makes a record untrustworthy: widened tolerances with neither a reason nor a calibration."""
+    out = []
+    for key, rec in record.get("results", {}).items():
+        tol = rec.get("tolerance") or {}
+        widened = float(tol.get("rel", DEFAULT_REL)) > DEFAULT_REL or float(tol.get("abs", DEFAULT_ABS)) > DEFAULT_ABS
+        if widened and not str(tol.get("reason", "")).strip():
+            out.append(f"{path}: result {key!r} has a tolerance wider than the default and no reason")
+    cal = record.get("calibration")
+    if cal:
+        prov = cal.get("provenance") or {}
+        if not prov.get("date") or not prov.get("runs"):
+            out.append(f"{path}: the calibration block has no provenance (date, runs); rerun calibrate")
+        for series, entry in cal.get("series", {}).items():
+            spread, tol = float(entry.get("spread", 0.0)), float(entry.get("abs", 0.0))
+            if tol > max(CALIBRATION_FACTOR * spread, DEFAULT_ABS) * (1 + 1e-9):
+                out.append(f"{path}: series {series!r} has a tolerance ({tol:g}) wider than "
+                           f"{CALIBRATION_FACTOR:g} × its calibrated spread ({spread:g})")
+    return out
+
+
+def deterministic_part(record: dict[str, Any]) -> dict[str, Any]:
+    """What two fresh runs on one machine must agree on: the record without what is measured (the run's
+    duration in the provenance, and the numbers of measured results)."""
+    from .results import MEASURED, from_data
+
+    out = json.loads(json.dumps(record))
+    out.get("provenance", {}).pop("seconds", None)
+    for key, rec in out.get("results", {}).items():
+        result = from_data({**rec, "tolerance": None}) if rec.get("type") in ("value", "table", "figure") else None
+        if result is not None and MEASURED in result.kinds:
+            rec["measured"] = sorted(n.path for n in result.numbers(key) if n.kind == MEASURED)
+            if rec["type"] == "value":
+                rec.pop("value")
+            elif rec["type"] == "table":
+                cols = [i for i, c in enumerate(rec["columns"]) if (rec.get("kinds") or {}).get(c, rec["kind"]) == MEASURED]
+                rec["rows"] = [[None if i in cols else v for i, v in enumerate(row)] for row in rec["rows"]]
+            else:
+                rec.pop("plotted"), rec.pop("data")
+    return out
 
 
 def save(path: Path, record: dict[str, Any]) -> None:

@@ -1,15 +1,16 @@
-"""Human-readable reports: drift, snippet errors, record problems, and the timing table."""
+"""Human-readable reports: drift and false claims, snippet errors, record problems, and the timing table."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any, Iterable
 
-from .records import Change
+from .drift import Change
 from .session import BuildState
 
 ACCEPT = "python -m transformer_book accept"
 RUN = "python -m transformer_book run"
+CALIBRATE = "python -m transformer_book calibrate"
 
 Usage = dict[tuple[str, str], list[str]]  # (snippet, result key) -> ["page.md:12", …]
 
@@ -26,18 +27,31 @@ def drift_report(state: BuildState, usage: Usage) -> str:
     by_snippet: dict[str, list[Change]] = defaultdict(list)
     for ch in state.drift:
         by_snippet[ch.snippet].append(ch)
-    lines = [f"Drift: {len(state.drift)} recorded value(s) changed in {len(by_snippet)} snippet(s)."]
+    claims = [ch for ch in state.drift if ch.kind == "claim"]
+    values = len(state.drift) - len(claims)
+    head = []
+    if values:
+        head.append(f"{values} recorded value(s) changed")
+    if claims:
+        head.append(f"{len(claims)} claim(s) no longer hold")
+    lines = [f"Drift: {' and '.join(head)} in {len(by_snippet)} snippet(s)."]
     for sid, changes in by_snippet.items():
         snip = state.snippets[sid].snippet
         lines.append(f"  {snip.path.as_posix()}  (record {snip.record_path.name})")
         for ch in changes[:20]:
             lines.append(f"    {ch.describe()}")
             pages = _pages(usage, sid, ch.result)
-            lines.append(f"      shown at: {', '.join(pages) if pages else '(no page shows it)'}")
+            where = "stated at" if ch.kind == "claim" else "shown at"
+            lines.append(f"      {where}: {', '.join(pages) if pages else '(no page shows it)'}")
         if len(changes) > 20:
             lines.append(f"    … and {len(changes) - 20} more")
     lines.append("Inspect a snippet's fresh results with:  " + f"{RUN} <snippet>")
-    lines.append("If the change is deliberate, rewrite the records (prints old → new):  " + f"{ACCEPT} {' '.join(by_snippet)}")
+    if claims:
+        lines.append("A claim that no longer holds means the sentence at that page:line is no longer true: fix the "
+                     "code or the sentence (and the claim with it).")
+    if values:
+        lines.append("If the change is deliberate, rewrite the records (prints old → new):  "
+                     + f"{ACCEPT} {' '.join(by_snippet)}")
     return "\n".join(lines)
 
 
@@ -70,7 +84,31 @@ def records_report(state: BuildState, ci: bool) -> str:
             "Records that no snippet produces any more (delete them, or `" + ACCEPT + "` to clean up): "
             + ", ".join(p.as_posix() for p in state.orphan_records)
         )
+    if ci and state.uncalibrated:
+        lines.append(
+            "Trained values without a calibrated tolerance (run `" + CALIBRATE + " "
+            + " ".join(state.uncalibrated) + "` and commit the records): "
+            + "; ".join(f"{sid}: {', '.join(series[:4])}{' …' if len(series) > 4 else ''}"
+                        for sid, series in state.uncalibrated.items())
+        )
     return "\n".join(lines)
+
+
+def uncited_claims(state: BuildState, usage: Usage) -> str:
+    """Claims that no page states: a claim belongs beside its sentence (a check nobody reads is a test)."""
+    from .results import Claim
+
+    missing = [
+        f"{sid}:{key}"
+        for sid, st in state.snippets.items()
+        if not st.snippet.is_notebook
+        for key, r in st.results.items()
+        if isinstance(r, Claim) and (sid, key) not in usage
+    ]
+    if not missing:
+        return ""
+    return ("Claims that no page cites (put {{ claim snippet:key }} after the sentence that makes each one, "
+            "or move the check into tests/): " + ", ".join(missing))
 
 
 def timing_table(rows: Iterable[dict[str, Any]]) -> str:

@@ -1,18 +1,39 @@
-"""What a snippet returns: tables, figures and values, with their formats and tolerances.
+"""What a snippet returns: tables, figures, values, claims and blocks — with their kind and tolerance.
 
-A snippet's ``compute()`` returns a dict ``{key: Table | Figure | Value}``. These classes are the whole
-interface between a snippet and the book: the engine records every number they hold, compares it with the
-committed record, and renders them into pages.
+A snippet's ``compute()`` returns a dict ``{key: Table | Figure | Value | Claim | Block | Artifact}``. These
+classes are the whole interface between a snippet and the book: the engine records every number they hold,
+checks it against the committed record, and renders them into pages.
 
 Every number is flattened to a *path* (``"lookup[1].输出"``, ``"max_weight"``, ``"figure.ax0.line1.y[3]"``)
-so that a drift report can name exactly which cell changed.
+so that a drift report can name exactly which cell changed, and belongs to a *series* (the path without its
+indices: ``"lookup.输出"``, ``"figure.ax0.line1.y"``): the unit whose spread calibration measures.
+
+Each number is of one of three kinds, declared by the snippet:
+
+``exact``
+    deterministic arithmetic; the same code gives the same number anywhere (up to the tight default
+    tolerance, or a tolerance widened with a written reason, e.g. a platform's ``sin``);
+``trained``
+    depends on the order of floating-point operations — anything trained or sampled from a trained model,
+    and rounding residuals such as ``max |a − b|`` of two float32 computations. Its tolerance is not chosen
+    by hand: ``python -m transformer_book calibrate`` measures how far it moves under perturbations that stand
+    in for another machine and writes three times that spread into the record;
+``measured``
+    depends on the machine (wall-clock or CPU time, speed-ups, memory): recorded with its provenance, shown on
+    the page as measured on the build machine, never compared as a number. What the build checks instead is
+    the :class:`Claim` the text makes about it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
+
+EXACT, TRAINED, MEASURED = "exact", "trained", "measured"
+KINDS = (EXACT, TRAINED, MEASURED)
 
 # Default tolerance: tight. Same machine, same thread count and same seeds give bit-identical results;
 # the slack only absorbs float printing and summation-order noise between library builds.
@@ -22,10 +43,10 @@ DEFAULT_ABS = 1e-9
 
 @dataclass(frozen=True)
 class Tolerance:
-    """How far a recomputed number may move from its record before it counts as drift.
+    """How far a recomputed *exact* number may move from its record before it counts as drift.
 
     ``|new - old| <= abs + rel * |old|``. Widening beyond the default needs a ``reason`` (it is written into
-    the record file so that a reviewer sees why the value may move).
+    the record so that a reviewer sees why the value may move). Trained numbers get theirs from calibration.
     """
 
     rel: float = DEFAULT_REL
@@ -33,11 +54,15 @@ class Tolerance:
     reason: str = ""
 
     def __post_init__(self) -> None:
-        if (self.rel > DEFAULT_REL or self.abs > DEFAULT_ABS) and not self.reason.strip():
+        if self.widened and not self.reason.strip():
             raise ValueError(
                 f"Tolerance(rel={self.rel}, abs={self.abs}) is wider than the default "
                 f"(rel={DEFAULT_REL}, abs={DEFAULT_ABS}); give a reason=…"
             )
+
+    @property
+    def widened(self) -> bool:
+        return self.rel > DEFAULT_REL or self.abs > DEFAULT_ABS
 
     def allows(self, old: float, new: float) -> bool:
         if math.isnan(old) or math.isnan(new):
@@ -46,14 +71,42 @@ class Tolerance:
             return old == new
         return abs(new - old) <= self.abs + self.rel * abs(old)
 
+    def describe(self) -> str:
+        return f"rel {self.rel:g}, abs {self.abs:g}"
+
     def as_record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"rel": self.rel, "abs": self.abs}
         if self.reason:
             out["reason"] = self.reason
         return out
 
+    @classmethod
+    def from_record(cls, rec: dict[str, Any] | None) -> "Tolerance":
+        rec = rec or {}
+        return cls(float(rec.get("rel", DEFAULT_REL)), float(rec.get("abs", DEFAULT_ABS)), str(rec.get("reason", "")))
 
-def _plain(x: Any) -> Any:
+
+DEFAULT_TOLERANCE = Tolerance()
+
+
+@dataclass(frozen=True)
+class Number:
+    """One recorded number (or string, or boolean) of a result."""
+
+    path: str  # "lookup[1].输出"
+    value: Any
+    kind: str  # EXACT | TRAINED | MEASURED
+    series: str  # "lookup.输出": the numbers that are calibrated together
+
+
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def series_of(path: str) -> str:
+    return _INDEX.sub("", path)
+
+
+def plain(x: Any) -> Any:
     """Turn numpy / torch scalars into plain Python values (records are JSON)."""
     if x is None or type(x) in (bool, int, float, str):
         return x
@@ -63,11 +116,13 @@ def _plain(x: Any) -> Any:
     item = getattr(x, "item", None)
     if callable(item):
         try:
-            return _plain(item())
+            return plain(item())
         except (TypeError, ValueError):
             pass
     if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
+        return [plain(v) for v in x]
+    if isinstance(x, dict):
+        return {str(k): plain(v) for k, v in x.items()}
     raise TypeError(f"cannot record a value of type {type(x).__name__}: {x!r}")
 
 
@@ -82,8 +137,51 @@ def format_number(value: Any, fmt: str | None) -> str:
     return text.replace("-", "−") if text.startswith("-") else text
 
 
+def _check_kind(kind: str, tolerance: Tolerance, what: str) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"{what}: kind must be one of {', '.join(KINDS)}, not {kind!r}")
+    if kind != EXACT and tolerance != DEFAULT_TOLERANCE:
+        raise ValueError(
+            f"{what}: a {kind} value takes no hand-set tolerance — "
+            + ("trained values are calibrated (python -m transformer_book calibrate)" if kind == TRAINED
+               else "measured values are never compared; check the bound the text promises with a Claim")
+        )
+
+
+def _flatten(prefix: str, obj: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _flatten(f"{prefix}.{k}", v)
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _flatten(f"{prefix}[{i}]", v)
+    else:
+        yield prefix, obj
+
+
+class Result:
+    """What every result can do: list its numbers, and turn into data (cache) or a record (committed)."""
+
+    type_name = ""
+
+    def numbers(self, key: str) -> Iterator[Number]:
+        return iter(())
+
+    def to_data(self) -> dict[str, Any]:
+        """Everything needed to render the result again (cache entries; JSON)."""
+        raise NotImplementedError
+
+    def to_record(self) -> dict[str, Any]:
+        """What the committed record keeps (no SVG text, no blobs)."""
+        return self.to_data()
+
+    @property
+    def kinds(self) -> set[str]:
+        return {n.kind for n in self.numbers("x")}
+
+
 @dataclass
-class Value:
+class Value(Result):
     """One number (or short string / boolean) to be placed inline in a sentence.
 
     Parameters
@@ -91,25 +189,35 @@ class Value:
     value : number, str or bool
     fmt : str
         Default format spec used when the page does not give one, e.g. ``".3f"``.
+    kind : ``"exact"`` (default), ``"trained"`` or ``"measured"``
     tolerance : Tolerance, optional
+        Only for exact values, and only with a reason.
     """
 
     value: Any
     fmt: str = ""
     tolerance: Tolerance = field(default_factory=Tolerance)
+    kind: str = EXACT
+    type_name = "value"
 
     def __post_init__(self) -> None:
-        self.value = _plain(self.value)
+        self.value = plain(self.value)
+        _check_kind(self.kind, self.tolerance, "Value")
 
-    def numbers(self, key: str) -> Iterator[tuple[str, Any]]:
-        yield key, self.value
+    def numbers(self, key: str) -> Iterator[Number]:
+        yield Number(key, self.value, self.kind, key)
 
-    def to_record(self) -> dict[str, Any]:
-        return {"kind": "value", "value": self.value, "fmt": self.fmt}
+    def to_data(self) -> dict[str, Any]:
+        return {"type": "value", "kind": self.kind, "value": self.value, "fmt": self.fmt,
+                "tolerance": self.tolerance.as_record()}
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> "Value":
+        return cls(d["value"], d.get("fmt", ""), Tolerance.from_record(d.get("tolerance")), d.get("kind", EXACT))
 
 
 @dataclass
-class Table:
+class Table(Result):
     """A table: column names, rows, and one number format per column (declared once).
 
     Parameters
@@ -122,8 +230,12 @@ class Table:
         ``{column: fmt}`` or one fmt per column; strings are shown as they are.
     caption : str, optional
         Default caption; a page may give its own.
+    kind : str
+        The kind of every cell (``"exact"`` by default) …
+    kinds : dict, optional
+        … unless its column is named here, e.g. ``{"用时（秒）": "measured"}``.
     tolerance : Tolerance, optional
-        Applies to every cell of the table.
+        For the exact cells.
     """
 
     columns: Sequence[str]
@@ -131,10 +243,13 @@ class Table:
     formats: dict[str, str] | Sequence[str] | None = None
     caption: str = ""
     tolerance: Tolerance = field(default_factory=Tolerance)
+    kind: str = EXACT
+    kinds: dict[str, str] | None = None
+    type_name = "table"
 
     def __post_init__(self) -> None:
         self.columns = [str(c) for c in self.columns]
-        self.rows = [[_plain(v) for v in row] for row in self.rows]
+        self.rows = [[plain(v) for v in row] for row in self.rows]
         for i, row in enumerate(self.rows):
             if len(row) != len(self.columns):
                 raise ValueError(f"table row {i} has {len(row)} cells, expected {len(self.columns)}")
@@ -150,14 +265,43 @@ class Table:
             if len(fmts) != len(self.columns):
                 raise ValueError("one format per column")
         self.formats = fmts
+        self.kinds = dict(self.kinds or {})
+        unknown = set(self.kinds) - set(self.columns)
+        if unknown:
+            raise ValueError(f"kinds name unknown columns: {sorted(unknown)}")
+        _check_kind(self.kind, DEFAULT_TOLERANCE, "Table")
+        for col, k in self.kinds.items():
+            _check_kind(k, DEFAULT_TOLERANCE, f"Table column {col!r}")
+        if self.tolerance != DEFAULT_TOLERANCE and EXACT not in {self.column_kind(c) for c in self.columns}:
+            _check_kind(self.kind, self.tolerance, "Table")
 
-    def numbers(self, key: str) -> Iterator[tuple[str, Any]]:
+    def column_kind(self, column: str) -> str:
+        return self.kinds.get(column, self.kind)
+
+    def numbers(self, key: str) -> Iterator[Number]:
         for i, row in enumerate(self.rows):
             for col, v in zip(self.columns, row):
-                yield f"{key}[{i}].{col}", v
+                yield Number(f"{key}[{i}].{col}", v, self.column_kind(col), f"{key}.{col}")
+
+    def to_data(self) -> dict[str, Any]:
+        out = {"type": "table", "kind": self.kind, "columns": list(self.columns), "rows": self.rows,
+               "formats": list(self.formats), "caption": self.caption, "tolerance": self.tolerance.as_record()}
+        if self.kinds:
+            out["kinds"] = dict(self.kinds)
+        return out
 
     def to_record(self) -> dict[str, Any]:
-        return {"kind": "table", "columns": list(self.columns), "rows": self.rows}
+        out = self.to_data()
+        del out["formats"], out["caption"]
+        return out
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> "Table":
+        return cls(d["columns"], d["rows"], d.get("formats"), d.get("caption", ""),
+                   Tolerance.from_record(d.get("tolerance")), d.get("kind", EXACT), d.get("kinds"))
+
+    def measured_columns(self) -> list[str]:
+        return [c for c in self.columns if self.column_kind(c) == MEASURED]
 
     def to_markdown(self) -> str:
         def cell(v: Any, fmt: str) -> str:
@@ -174,7 +318,7 @@ class Table:
 
 
 @dataclass
-class Figure:
+class Figure(Result):
     """A matplotlib figure, written into the site as SVG.
 
     The numbers it plots (line data, bar heights, image arrays) are extracted from the axes and recorded,
@@ -185,54 +329,136 @@ class Figure:
     caption: str = ""
     data: dict[str, Any] = field(default_factory=dict)
     tolerance: Tolerance = field(default_factory=Tolerance)
+    kind: str = EXACT
     # Filled in by the engine in the worker (the matplotlib object does not cross processes).
     svg: str = ""
     plotted: dict[str, Any] = field(default_factory=dict)
+    type_name = "figure"
 
-    def numbers(self, key: str) -> Iterator[tuple[str, Any]]:
-        yield from _flatten(key, {**self.plotted, **{f"data.{k}": v for k, v in self.data.items()}})
+    def __post_init__(self) -> None:
+        _check_kind(self.kind, self.tolerance, "Figure")
+        self.data = plain(dict(self.data))
+
+    def numbers(self, key: str) -> Iterator[Number]:
+        merged = {**self.plotted, **{f"data.{k}": v for k, v in self.data.items()}}
+        for path, v in _flatten(key, merged):
+            yield Number(path, v, self.kind, series_of(path))
+
+    def to_data(self) -> dict[str, Any]:
+        return {"type": "figure", "kind": self.kind, "svg": self.svg, "plotted": self.plotted, "data": self.data,
+                "caption": self.caption, "tolerance": self.tolerance.as_record()}
 
     def to_record(self) -> dict[str, Any]:
-        return {"kind": "figure", "plotted": self.plotted, "data": self.data}
+        out = self.to_data()
+        del out["svg"], out["caption"]
+        return out
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> "Figure":
+        return cls(None, d.get("caption", ""), d.get("data", {}), Tolerance.from_record(d.get("tolerance")),
+                   d.get("kind", EXACT), d.get("svg", ""), d.get("plotted", {}))
+
+
+class Claim(Result):
+    """A statement the prose makes about results, decided by the snippet and recorded with its evidence.
+
+    ``Claim("上下文 256 时，KV 缓存至少快 1.5 倍", speedup_256 >= 1.5, speedup_256=speedup_256)``
+
+    A page cites it next to the sentence that makes it (``{{ claim c11_kv_cache:cache_faster }}``); a build in
+    which the claim no longer holds fails, naming the claim, the numbers it was decided on and every page:line
+    that states it. Keep ``assert`` for programming errors only.
+    """
+
+    type_name = "claim"
+
+    def __init__(self, statement: str, holds: Any, **inputs: Any) -> None:
+        if not isinstance(statement, str) or not statement.strip():
+            raise ValueError("Claim: the first argument is the statement, in the words of the page")
+        holds = plain(holds)
+        if not isinstance(holds, bool):
+            raise TypeError(f"Claim {statement!r}: holds must be a boolean, got {type(holds).__name__}")
+        self.statement = statement
+        self.holds = holds
+        self.inputs = {k: plain(v) for k, v in inputs.items()}
+
+    def __repr__(self) -> str:
+        return f"Claim({self.statement!r}, {self.holds}, {self.inputs})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Claim) and (self.statement, self.holds, self.inputs) == (other.statement, other.holds, other.inputs)
+
+    def describe_inputs(self) -> str:
+        def short(v: Any) -> str:
+            return f"{v:.6g}" if isinstance(v, float) else repr(v)
+
+        return ", ".join(f"{k} = {short(v)}" for k, v in self.inputs.items())
+
+    def to_data(self) -> dict[str, Any]:
+        return {"type": "claim", "statement": self.statement, "holds": self.holds, "inputs": self.inputs}
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> "Claim":
+        return cls(d["statement"], d["holds"], **d.get("inputs", {}))
 
 
 @dataclass
-class Artifact:
+class Block(Result):
+    """A ready-made block of HTML or Markdown (an SVG drawn by another library, a table it renders …),
+    placed with ``{{ block snippet:key }}``. Recorded by its hash, not as text."""
+
+    text: str
+    markdown: bool = False  # False: raw HTML, placed as it is
+    kind: str = EXACT
+    caption: str = ""
+    type_name = "block"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise TypeError("Block: text must be a string")
+        _check_kind(self.kind, DEFAULT_TOLERANCE, "Block")
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    def numbers(self, key: str) -> Iterator[Number]:
+        yield Number(f"{key}.sha256", self.sha256, self.kind, f"{key}.sha256")
+
+    def to_data(self) -> dict[str, Any]:
+        return {"type": "block", "kind": self.kind, "text": self.text, "markdown": self.markdown, "caption": self.caption}
+
+    def to_record(self) -> dict[str, Any]:
+        return {"type": "block", "kind": self.kind, "sha256": self.sha256, "chars": len(self.text)}
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> "Block":
+        return cls(d["text"], d.get("markdown", False), d.get("kind", EXACT), d.get("caption", ""))
+
+
+@dataclass
+class Artifact(Result):
     """An object another snippet needs (a trained model's weights …): cached, never recorded or shown.
 
     The producing snippet returns ``{"model": Artifact(state_dict)}``; a consumer declares
     ``REQUIRES = ["lecture07/train_models"]`` and calls ``artifact("lecture07/train_models", "model")``.
-    The value is pickled in the worker, so the build process never has to import what it contains.
+    The value must be data: tensors, numbers, strings, and lists, tuples and dicts of them — it is stored in a
+    format that cannot run code when it is loaded (see :mod:`.artifacts`).
     """
 
     value: Any = None
-    blob: bytes = b""
-    tolerance: Tolerance = field(default_factory=Tolerance)
+    type_name = "artifact"
 
-    def pack(self) -> None:
-        import pickle
-
-        self.blob = pickle.dumps(self.value, protocol=pickle.HIGHEST_PROTOCOL)
-        self.value = None
-
-    def load(self) -> Any:
-        import pickle
-
-        return pickle.loads(self.blob)
-
-    def numbers(self, key: str) -> Iterator[tuple[str, Any]]:
-        return iter(())
+    def to_data(self) -> dict[str, Any]:
+        raise TypeError("artifacts are stored by the cache as blobs, not as data")
 
 
-def _flatten(prefix: str, obj: Any) -> Iterator[tuple[str, Any]]:
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _flatten(f"{prefix}.{k}", v)
-    elif isinstance(obj, (list, tuple)):
-        for i, v in enumerate(obj):
-            yield from _flatten(f"{prefix}[{i}]", v)
-    else:
-        yield prefix, obj
+RESULT_TYPES = (Value, Table, Figure, Claim, Block, Artifact)
+_FROM_DATA = {"value": Value, "table": Table, "figure": Figure, "claim": Claim, "block": Block}
 
 
-RESULT_TYPES = (Value, Table, Figure, Artifact)
+def from_data(d: dict[str, Any]) -> Result:
+    """Rebuild a result from :meth:`Result.to_data` (a cache entry) or, where it can, a record."""
+    cls = _FROM_DATA.get(d.get("type", ""))
+    if cls is None:
+        raise ValueError(f"unknown result type {d.get('type')!r}")
+    return cls.from_data(d)

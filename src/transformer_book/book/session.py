@@ -1,18 +1,30 @@
-"""One build of the book's results: decide what to run, use the cache, execute, compare with records."""
+"""One build of the book's results: decide what to run, use the cache, execute, check against records.
+
+Snippets are scheduled as a graph, not in levels: a snippet is looked up in the cache (or queued) as soon as
+everything it ``REQUIRES`` is done, and the queue hands the free workers the snippet with the longest
+expected critical path first (its own duration, from its record or the last run, plus the longest chain of
+snippets waiting for it). So no core idles while work is queued, and a long training that others need starts
+first.
+"""
 
 from __future__ import annotations
 
+import heapq
 import json
-from fnmatch import fnmatch
+import os
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
+from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Protocol
 
-from . import records
-from .cache import Cache, Entry, FileHasher, atomic_write_text, sha256_bytes
-from .discover import Snippet, cache_key, discover
-from .execute import Outcome, SnippetError, Task, run_many
-from .records import Change
+from . import drift, records
+from .cache import Cache, Entry, cache_key
+from .discover import Snippet, discover
+from .drift import Change
+from .files import FileHasher, atomic_write_text
+from .results import Result
+from .worker import Outcome, SnippetError, Task
 
 
 def dependency_levels(requires: dict[str, list[str]]) -> list[list[str]]:
@@ -45,8 +57,21 @@ def closure(wanted: set[str], requires: dict[str, list[str]]) -> set[str]:
     return out
 
 
-def _fingerprint(key: str, deps: dict[str, str]) -> str:
-    return sha256_bytes((key + "".join(f"{k}={v}" for k, v in sorted(deps.items()))).encode())[:32]
+def critical_paths(requires: dict[str, list[str]], expected: dict[str, float]) -> dict[str, float]:
+    """For each snippet: its expected seconds plus the longest chain of snippets that wait for it."""
+    dependents: dict[str, list[str]] = {sid: [] for sid in requires}
+    for sid, reqs in requires.items():
+        for r in reqs:
+            if r in dependents:
+                dependents[r].append(sid)
+    memo: dict[str, float] = {}
+
+    def path(sid: str) -> float:
+        if sid not in memo:
+            memo[sid] = expected.get(sid, 1.0) + max((path(d) for d in dependents[sid]), default=0.0)
+        return memo[sid]
+
+    return {sid: path(sid) for sid in requires}
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -58,7 +83,7 @@ class SnippetState:
     snippet: Snippet
     status: str  # "cached" | "ran" | "error" | "skipped"
     seconds: float = 0.0
-    results: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, Result] = field(default_factory=dict)
     error: SnippetError | None = None
     budget: float | None = None
 
@@ -71,7 +96,8 @@ class BuildState:
     new_records: list[str] = field(default_factory=list)  # records written because they were missing
     orphan_records: list[Path] = field(default_factory=list)  # record files no snippet produces
     record_errors: list[str] = field(default_factory=list)
-    keys: dict[str, str] = field(default_factory=dict)  # cache key of each snippet that has results
+    uncalibrated: dict[str, list[str]] = field(default_factory=dict)  # snippet -> trained series
+    entries: dict[str, Entry] = field(default_factory=dict)  # snippet -> its cache entry (cached or stored)
 
 
 @dataclass
@@ -84,33 +110,56 @@ class Options:
     select: tuple[str, ...] = ()  # glob patterns (e.g. "lecture07/*"): run only these, skip the rest
 
 
-class BookSession:
-    """Holds what survives between builds of one ``mkdocs serve``: file hashes and the last results."""
+class Executor(Protocol):
+    def submit(self, task: Task) -> Future: ...
+    def outcome(self, task: Task, future: Future) -> Outcome: ...
+    def close(self) -> None: ...
 
-    def __init__(
-        self, project_root: Path, snippets_dir: Path, cache_dir: Path, report_dir: Path, notebooks_dir: Path | None = None
-    ) -> None:
+
+Progress = Callable[[str, SnippetState], None]
+
+
+class BookSession:
+    """Holds what survives between builds of one ``mkdocs serve``: file hashes and the cache."""
+
+    def __init__(self, project_root: Path, snippets_dir: Path, cache_dir: Path, report_dir: Path,
+                 notebooks_dir: Path | None = None, executor_factory: Callable[[int], Executor] | None = None) -> None:
         self.project_root = project_root
         self.snippets_dir = snippets_dir
         self.notebooks_dir = notebooks_dir  # docs/: notebook pages are executed like snippets
         self.report_dir = report_dir
         self.hasher = FileHasher()
         self.cache = Cache(cache_dir, project_root, self.hasher)
-        import transformer_book
-
-        self.package_dir = str(Path(transformer_book.__file__).resolve().parent)
+        self.executor_factory = executor_factory
 
     def discover(self) -> dict[str, Snippet]:
         return discover(self.snippets_dir, self.notebooks_dir)
 
-    def _expected_times(self) -> dict[str, float]:
+    def expected_times(self, found: dict[str, Snippet]) -> dict[str, float]:
+        """Seconds each snippet took last time: the local timing report, else its committed record."""
+        out: dict[str, float] = {}
+        for sid, snip in found.items():
+            try:
+                seconds = (records.load(snip.record_path) or {}).get("provenance", {}).get("seconds")
+            except ValueError:
+                seconds = None
+            if isinstance(seconds, (int, float)):
+                out[sid] = float(seconds)
         try:
             rows = json.loads((self.report_dir / "timing.json").read_text(encoding="utf-8"))
-            return {r["snippet"]: float(r["seconds"]) for r in rows if r.get("status") == "ran"}
+            out.update({r["snippet"]: float(r["seconds"]) for r in rows if r.get("status") == "ran"})
         except (OSError, ValueError, KeyError, TypeError):
-            return {}
+            pass
+        return out
 
-    def build(self, options: Options, only: list[str] | None = None) -> BuildState:
+    def _executor(self, workers: int) -> Executor:
+        if self.executor_factory is not None:
+            return self.executor_factory(workers)
+        from .pool import LocalExecutor
+
+        return LocalExecutor(workers or None)
+
+    def build(self, options: Options, only: list[str] | None = None, progress: Progress | None = None) -> BuildState:
         found = self.discover()
         requires: dict[str, list[str]] = {}
         bad_requires: dict[str, str] = {}
@@ -119,7 +168,7 @@ class BookSession:
                 requires[sid] = snip.requires()
             except ValueError as exc:  # that snippet's error, not the whole build's
                 requires[sid], bad_requires[sid] = [], str(exc)
-        levels = dependency_levels(requires)
+        dependency_levels(requires)  # raises on a cycle
         if only is not None:
             unknown = [s for s in only if s not in found]
             if unknown:
@@ -129,54 +178,91 @@ class BookSession:
             wanted = {sid for sid in wanted if any(fnmatch(sid, p) for p in options.select)}
         selected = closure(wanted, requires) if options.execute else set()
         states: dict[str, SnippetState] = {}
-        for sid in set(found) - selected:
-            if only is None:
+        if only is None:
+            for sid in set(found) - selected:
                 states[sid] = SnippetState(found[sid], "skipped")
 
+        entries: dict[str, Entry] = {}
         fresh = options.fresh or options.ci
+        priority = critical_paths({s: requires[s] for s in selected}, self.expected_times(found))
+        reverse = os.environ.get("BOOK_ORDER", "") == "reverse"  # a calibration perturbation
+        queue: list[tuple[float, str, Task]] = []
         keys: dict[str, str] = {}
-        fingerprints: dict[str, str] = {}
-        for level in levels:
-            to_run: list[Task] = []
-            for sid in level:
-                if sid not in selected:
-                    continue
-                snip = found[sid]
-                if sid in bad_requires:
-                    msg = bad_requires[sid]
-                    states[sid] = SnippetState(snip, "error", error=SnippetError(msg, _rel(snip.path, self.project_root), 0, msg))
-                    continue
-                failed = [r for r in requires[sid] if r not in fingerprints]
-                if failed:
-                    msg = f"required snippet(s) failed or do not exist: {', '.join(failed)}"
-                    states[sid] = SnippetState(snip, "error", error=SnippetError(msg, _rel(snip.path, self.project_root), 0, msg))
-                    continue
-                keys[sid] = cache_key(snip, snip.source(), {r: fingerprints[r] for r in requires[sid]})
-                entry = None if fresh else self.cache.load(sid, keys[sid])
-                if entry is not None:
-                    payload = entry.payload
-                    states[sid] = SnippetState(snip, "cached", entry.seconds, payload["results"], None, payload.get("budget"))
-                    fingerprints[sid] = _fingerprint(keys[sid], entry.deps)
-                else:
-                    artifacts = tuple((r, str(self.cache.entry_path(r, keys[r]))) for r in requires[sid])
-                    to_run.append(Task(sid, str(snip.path), str(self.project_root), self.package_dir, artifacts))
-            outcomes = run_many(to_run, options.workers or None, self._expected_times())
-            for sid, out in outcomes.items():
-                snip = found[sid]
-                if out.error is not None:
-                    states[sid] = SnippetState(snip, "error", out.seconds, {}, out.error, out.budget)
-                    continue
-                states[sid] = SnippetState(snip, "ran", out.seconds, out.results, None, out.budget)
-                self.cache.store(self._entry(keys[sid], out))
-                fingerprints[sid] = _fingerprint(keys[sid], out.deps)
+        pending = set(selected)
+        running: dict[Future, tuple[str, Task]] = {}
+        executor: Executor | None = None
 
-        state = BuildState(dict(sorted(states.items())), keys=keys)
+        def settle(sid: str, state: SnippetState) -> None:
+            states[sid] = state
+            if progress is not None:
+                progress(sid, state)
+
+        def fail(sid: str, msg: str) -> None:
+            snip = found[sid]
+            settle(sid, SnippetState(snip, "error", error=SnippetError(msg, _rel(snip.path, self.project_root), 0, msg)))
+
+        def resolve_ready() -> None:
+            progressed = True
+            while progressed:
+                progressed = False
+                for sid in sorted(pending):
+                    reqs = requires[sid]
+                    if sid in bad_requires:
+                        fail(sid, bad_requires[sid])
+                    elif any(r in states and states[r].status == "error" for r in reqs):
+                        failed = [r for r in reqs if states[r].status == "error"]
+                        fail(sid, f"required snippet(s) failed: {', '.join(failed)}")
+                    elif all(r in entries for r in reqs):
+                        snip = found[sid]
+                        keys[sid] = cache_key(snip, snip.source(), {r: entries[r].fingerprint for r in reqs})
+                        entry = None if fresh else self.cache.load(sid, keys[sid])
+                        if entry is not None:
+                            entries[sid] = entry
+                            settle(sid, SnippetState(snip, "cached", entry.seconds, entry.results, None, entry.budget))
+                        else:
+                            provided = tuple((r, name, file) for r in reqs
+                                             for name, file in self.cache.artifact_files(entries[r]).items())
+                            task = Task(sid, str(snip.path), str(self.project_root), str(self.cache.blob_dir(sid)), provided)
+                            rank = priority.get(sid, 1.0)
+                            heapq.heappush(queue, (rank if reverse else -rank, sid, task))
+                    else:
+                        continue
+                    pending.discard(sid)
+                    progressed = True
+
+        try:
+            resolve_ready()
+            while queue or running:
+                if queue and executor is None:
+                    executor = self._executor(options.workers)
+                workers = getattr(executor, "workers", 1)
+                while queue and len(running) < workers:
+                    _, sid, task = heapq.heappop(queue)
+                    assert executor is not None
+                    running[executor.submit(task)] = (sid, task)
+                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for fut in done:
+                    sid, task = running.pop(fut)
+                    assert executor is not None
+                    out = executor.outcome(task, fut)
+                    snip = found[sid]
+                    if out.error is not None:
+                        settle(sid, SnippetState(snip, "error", out.seconds, {}, out.error, out.budget))
+                        continue
+                    entry = Entry(keys[sid], sid, out.deps, out.results, out.seconds, out.budget, out.artifacts)
+                    self.cache.store(entry)
+                    entries[sid] = entry
+                    settle(sid, SnippetState(snip, "ran", out.seconds, out.results, None, out.budget))
+                resolve_ready()
+        finally:
+            if executor is not None:
+                executor.close()
+        for sid in pending:  # only possible if a requirement is outside the selection
+            fail(sid, "required snippet(s) were not run")
+
+        state = BuildState(dict(sorted(states.items())), entries=entries)
         self._check_records(state, options, complete=only is None and not options.select)
         return state
-
-    @staticmethod
-    def _entry(key: str, out: Outcome) -> Entry:
-        return Entry(key, out.snippet, out.deps, {"results": out.results, "budget": out.budget}, out.seconds)
 
     def _check_records(self, state: BuildState, options: Options, complete: bool) -> None:
         for sid, st in state.snippets.items():
@@ -190,10 +276,14 @@ class BookSession:
             if rec is None:
                 state.missing_records.append(sid)
                 if options.write_missing_records and not options.ci:
-                    records.save(st.snippet.record_path, records.build_record(sid, st.results))
+                    records.save(st.snippet.record_path, records.build_record(sid, st.results, st.seconds))
                     state.new_records.append(sid)
                 continue
-            state.drift.extend(records.compare(sid, rec, st.results))
+            state.record_errors.extend(records.problems(st.snippet.record_path, rec))
+            state.drift.extend(drift.compare(sid, rec, st.results))
+            missing = drift.uncalibrated(rec, st.results)
+            if missing:
+                state.uncalibrated[sid] = missing
         if complete:
             known = {s.record_path.resolve() for s in self.discover().values()}
             for path in sorted(self.snippets_dir.rglob("*.record.json")):
@@ -207,17 +297,20 @@ class BookSession:
         for sid, st in state.snippets.items():
             if st.status != "ran":
                 continue
-            old = records.load(st.snippet.record_path)
-            diffs[sid] = records.compare(sid, old, st.results)
+            try:
+                old = records.load(st.snippet.record_path)
+            except ValueError:  # unreadable or an older format: rewritten whole
+                old = None
+            diffs[sid] = drift.compare(sid, old, st.results)
             if old is None or diffs[sid]:
-                records.save(st.snippet.record_path, records.build_record(sid, st.results))
+                records.save(st.snippet.record_path, records.build_record(sid, st.results, st.seconds, old))
         if only is None:
             for path in state.orphan_records:
                 path.unlink()
         return state, diffs
 
-    def requirements(self, sid: str) -> tuple[tuple[str, str], ...]:
-        """Cache (or run) what ``sid`` requires; return (snippet, entry file) pairs for its Task."""
+    def requirements(self, sid: str) -> tuple[tuple[str, str, str], ...]:
+        """Cache (or run) what ``sid`` requires; return the (snippet, artifact, file) triples for its Task."""
         snip = self.discover()[sid]
         required = snip.requires()
         if not required:
@@ -226,7 +319,7 @@ class BookSession:
         failed = [r for r in required if state.snippets[r].status not in ("cached", "ran")]
         if failed:
             raise RuntimeError(f"{sid} requires {', '.join(failed)}, which failed")
-        return tuple((r, str(self.cache.entry_path(r, state.keys[r]))) for r in required)
+        return tuple((r, name, file) for r in required for name, file in self.cache.artifact_files(state.entries[r]).items())
 
     def write_timing(self, state: BuildState) -> list[dict[str, Any]]:
         rows = [

@@ -1,16 +1,21 @@
-"""Printing a snippet's results in a terminal (``python snippets/…/x.py`` and ``… run <snippet>``)."""
+"""Printing a snippet's results in a terminal (``python -m transformer_book run <snippet>``)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
-from .results import Figure, Table, Value, format_number
+from .results import Block, Claim, Figure, Table, Value, format_number
 
 
 def show(results: dict[str, Any]) -> None:
     for key, r in results.items():
         if isinstance(r, Value):
-            print(f"{key} = {format_number(r.value, r.fmt)}")
+            mark = f"  （{r.kind}）" if r.kind != "exact" else ""
+            print(f"{key} = {format_number(r.value, r.fmt)}{mark}")
+        elif isinstance(r, Claim):
+            verdict = "成立" if r.holds else "不成立！"
+            inputs = r.describe_inputs()
+            print(f"{key}: {verdict} — {r.statement}" + (f"（{inputs}）" if inputs else ""))
         elif isinstance(r, Table):
             print(f"\n{key}:" + (f" {r.caption}" if r.caption else ""))
             cells = [list(r.columns)] + [[format_number(v, f) for v, f in zip(row, r.formats)] for row in r.rows]
@@ -23,6 +28,8 @@ def show(results: dict[str, Any]) -> None:
             n = sum(1 for _ in r.numbers(key))
             where = " (SVG rendered)" if r.svg else ""
             print(f"\n{key}: figure{where}, {n} plotted numbers" + (f" — {r.caption}" if r.caption else ""))
+        elif isinstance(r, Block):
+            print(f"\n{key}: block of {len(r.text)} characters (sha256 {r.sha256[:12]}…)")
     print()
 
 
@@ -32,30 +39,3 @@ def _width(s: str) -> int:
 
 def _pad(s: str, w: int) -> str:
     return s + " " * (w - _width(s))
-
-
-def main(compute: Callable[[], dict[str, Any]]) -> None:
-    """``if __name__ == "__main__": main(compute)`` at the end of a snippet: run it as the engine would."""
-    import inspect
-    from pathlib import Path
-
-    from .execute import Task, run_snippet
-
-    path = Path(inspect.getfile(compute)).resolve()
-    root = next((p for p in path.parents if (p / "mkdocs.yml").exists()), path.parent)
-    import transformer_book
-
-    from .session import BookSession
-
-    sid = path.relative_to(root / "snippets").with_suffix("").as_posix() if path.is_relative_to(root / "snippets") else path.stem
-    artifacts = ()
-    if (root / "snippets").is_dir() and path.is_relative_to(root / "snippets"):
-        session = BookSession(root, root / "snippets", root / ".book-cache", root / ".book-cache" / "report")
-        artifacts = session.requirements(sid)
-    task = Task(sid, str(path), str(root), str(Path(transformer_book.__file__).resolve().parent), artifacts)
-    out = run_snippet(task, capture=False)
-    if out.error is not None:
-        print(out.error.traceback)
-        raise SystemExit(f"{out.error.location()}: {out.error.message}")
-    show(out.results)
-    print(f"({out.seconds:.2f} s)")

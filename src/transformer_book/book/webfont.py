@@ -14,7 +14,9 @@ import re
 import shutil
 from pathlib import Path
 
-from .cache import atomic_write_bytes
+from .files import atomic_write_bytes
+
+URI = "assets/fonts/book-cjk.woff2"  # declared by the site's stylesheet (@font-face)
 
 # CJK punctuation, Hanzi, full-width forms — the ranges the @font-face declares in book.css.
 CJK = re.compile(r"[\u2e80-\u2fff\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef]")

@@ -1,9 +1,9 @@
-"""Running snippets: one fresh process per snippet, in parallel, with fixed seeds and thread counts.
+"""Running one snippet inside a fresh worker process, with fixed seeds and threads; never raises.
 
-Processes come from a *forkserver* that has already imported torch, numpy and matplotlib, so a snippet
-starts in milliseconds instead of paying two seconds of imports — yet every snippet gets a process of its
-own, which is what lets us see exactly which project modules it imported (``sys.modules`` after the run)
-and keeps one snippet's global state (seeds, rcParams, caches) away from the next.
+A fresh process per snippet is what lets us see exactly which project modules it imported (``sys.modules``
+after the run) and keeps one snippet's global state (seeds, rcParams, caches) away from the next. The
+process is forked from a server that has the heavy libraries loaded already (:mod:`.pool`), so it starts in
+milliseconds.
 """
 
 from __future__ import annotations
@@ -14,24 +14,23 @@ import importlib.machinery
 import importlib.util
 import io
 import logging
-import multiprocessing
 import os
 import random
 import sys
 import time
 import traceback
 import warnings
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .results import RESULT_TYPES, Artifact, Figure
+from . import artifacts
+from .cache import write_blob
+from .environment import SEED, numerical_settings, threads
+from .results import RESULT_TYPES, Artifact, Figure, Result
 
-SEED = 0
-THREADS = 1  # per snippet; results must not depend on how many workers ran side by side
 ENGINE_DIR = Path(__file__).resolve().parent
+NOTEBOOK_OUTPUT = "executed_notebook"  # the artifact that carries a notebook's executed copy
 
 
 @dataclass
@@ -54,12 +53,12 @@ class SnippetError:
 @dataclass
 class Outcome:
     snippet: str
-    results: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, Result] = field(default_factory=dict)  # artifacts appear as empty Artifact()
+    artifacts: dict[str, str] = field(default_factory=dict)  # artifact name -> sha256 of its blob
     deps: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     error: SnippetError | None = None
     budget: float | None = None
-    stdout: str = ""
 
 
 @dataclass(frozen=True)
@@ -67,12 +66,10 @@ class Task:
     snippet: str
     path: str
     project_root: str
-    package_dir: str  # where transformer_book lives (tracked even if installed elsewhere)
-    artifacts: tuple[tuple[str, str], ...] = ()  # (required snippet, its cache entry file)
+    blob_dir: str  # where this snippet's artifacts are written
+    requires: tuple[tuple[str, str, str], ...] = ()  # (required snippet, artifact name, blob file)
 
 
-# --------------------------------------------------------------------------------------------------
-# In the worker
 # --------------------------------------------------------------------------------------------------
 
 
@@ -86,11 +83,16 @@ def _seed_everything() -> None:
         pass
     try:
         import torch
-
-        torch.manual_seed(SEED)
-        torch.set_num_threads(THREADS)
     except ImportError:
-        pass
+        return
+    torch.manual_seed(SEED)
+    n = threads()
+    torch.set_num_threads(n)
+    if "BOOK_THREADS" in numerical_settings():
+        # A perturbed run (calibration): the thread count holds even against code that sets its own,
+        # as the P08 notebook does for its Jupyter readers.
+        original = torch.set_num_threads
+        torch.set_num_threads = lambda _n: original(n)  # type: ignore[assignment]
 
 
 def _prepare_matplotlib() -> None:
@@ -105,28 +107,27 @@ def _prepare_matplotlib() -> None:
     matplotlib.rcParams["svg.fonttype"] = "path"
 
 
-def _is_tracked(path: Path, roots: list[Path], excluded: list[Path]) -> bool:
-    if any(path.is_relative_to(e) for e in excluded):
+def _is_tracked(path: Path, root: Path) -> bool:
+    if path.is_relative_to(ENGINE_DIR) or path.is_relative_to(root / ".venv") or "site-packages" in path.parts:
         return False
-    return any(path.is_relative_to(r) for r in roots)
+    return path.is_relative_to(root)
 
 
 def _dependencies(task: Task, data_files: Iterable[str]) -> dict[str, str]:
     """Every project source file the snippet actually imported, plus the data files declared."""
-    from .cache import sha256_bytes
+    from .files import sha256_bytes
 
-    root = Path(task.project_root)
-    roots = [root, Path(task.package_dir)]
-    excluded = [ENGINE_DIR, root / ".venv"]
+    root = Path(task.project_root).resolve()
     files: set[Path] = set()
-    for mod in list(sys.modules.values()):
+    for name, mod in list(sys.modules.items()):
+        if name == "__main__":
+            continue  # the program that started the run (``python -m transformer_book run``), not the snippet's
         f = getattr(mod, "__file__", None)
+
         if not isinstance(f, str) or not os.path.isabs(f):
             continue  # some extension modules report a bare file name
         p = Path(f).resolve()
-        if p.suffix != ".py" or not _is_tracked(p, roots, excluded):
-            continue
-        if "site-packages" in p.parts and not p.is_relative_to(Path(task.package_dir)):
+        if p.suffix != ".py" or not _is_tracked(p, root):
             continue
         if p != Path(task.path).resolve():
             files.add(p)
@@ -149,11 +150,11 @@ def _locate(exc: BaseException, snippet_path: Path, project_root: Path) -> Snipp
     message = "".join(traceback.format_exception_only(exc)).strip()
     snippet_frames = [f for f in tb if Path(f.filename).resolve() == snippet_path]
     if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == snippet_path:
-        file, line = snippet_path, exc.lineno or 0
+        line = exc.lineno or 0
     elif snippet_frames:
-        file, line = snippet_path, snippet_frames[-1].lineno or 0
+        line = snippet_frames[-1].lineno or 0
     else:
-        file, line = snippet_path, 0
+        line = 0
     deepest = ""
     project_frames = [
         f for f in tb if Path(f.filename).resolve().is_relative_to(project_root) and Path(f.filename).resolve() != snippet_path
@@ -161,7 +162,7 @@ def _locate(exc: BaseException, snippet_path: Path, project_root: Path) -> Snipp
     if project_frames and snippet_frames and tb[-1] is not snippet_frames[-1]:
         f = project_frames[-1]
         deepest = f"{Path(f.filename).resolve().relative_to(project_root).as_posix()}:{f.lineno}"
-    rel = file.relative_to(project_root).as_posix() if file.is_relative_to(project_root) else str(file)
+    rel = snippet_path.relative_to(project_root).as_posix() if snippet_path.is_relative_to(project_root) else str(snippet_path)
     return SnippetError(message=message, file=rel, line=line, traceback=text, deepest=deepest)
 
 
@@ -213,11 +214,8 @@ class _MissingGlyphs(logging.Handler):
             self.messages.append(msg)
 
 
-NOTEBOOK_OUTPUT = "executed_notebook"  # the result that carries a notebook's executed copy
-
-
 class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
-    """Loads a module from its source, ignoring any .pyc (see :func:`_compile_project_modules_from_source`)."""
+    """Loads a module from its source, ignoring any .pyc, and writes none (see :func:`_compile_from_source`)."""
 
     def get_code(self, fullname: str) -> Any:
         path = self.get_filename(fullname)
@@ -225,33 +223,33 @@ class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
 
 
 class _ProjectSourceFinder(importlib.abc.MetaPathFinder):
-    def __init__(self, roots: list[Path], excluded: list[Path]) -> None:
-        self.roots, self.excluded = roots, excluded
+    def __init__(self, root: Path) -> None:
+        self.root = root
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or not spec.origin or not spec.origin.endswith(".py"):
             return None
-        origin = Path(spec.origin).resolve()
-        if "site-packages" in origin.parts or not _is_tracked(origin, self.roots, self.excluded):
+        if not _is_tracked(Path(spec.origin).resolve(), self.root):
             return None
         spec.loader = _FreshSourceLoader(fullname, spec.origin)
         return spec
 
 
-def _compile_project_modules_from_source(task: Task) -> None:
+def _compile_from_source(task: Task) -> None:
     """A .pyc is trusted if the source's mtime (whole seconds) and size match, so an edit that keeps the
-    size within the same second would run stale code. Project modules are small: compile them from source;
+    size within the same second would run stale code; and a .pyc written next to a watched source makes
+    ``mkdocs serve`` rebuild twice. Project modules are small: compile them from source, write no bytecode;
     libraries keep their bytecode caches."""
-    root = Path(task.project_root).resolve()
-    finder = _ProjectSourceFinder([root, Path(task.package_dir)], [ENGINE_DIR, root / ".venv"])
-    sys.meta_path.insert(0, finder)
+    sys.dont_write_bytecode = True
+    sys.meta_path.insert(0, _ProjectSourceFinder(Path(task.project_root).resolve()))
 
 
 def _run_script(task: Task, path: Path, out: Outcome) -> tuple[dict[str, Any], list[str]]:
     """Import a snippet file and call its compute(); returns the results and its DATA_FILES."""
     spec = importlib.util.spec_from_file_location(f"book_snippet_{task.snippet.replace('/', '_')}", path)
-    assert spec and spec.loader
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -288,36 +286,37 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
 
     ``capture=False`` lets the snippet print to the terminal (``python -m transformer_book run``).
     """
-    from . import artifacts
     from .notebook import NotebookCellError
 
     path = Path(task.path).resolve()
     root = Path(task.project_root).resolve()
     out = Outcome(snippet=task.snippet)
-    captured = io.StringIO()
     start = time.perf_counter()
     data_files: list[str] = []
     glyphs = _MissingGlyphs()
     logging.getLogger("matplotlib").addHandler(glyphs)
-    _compile_project_modules_from_source(task)
-    artifacts._PATHS.clear()
-    artifacts._PATHS.update(dict(task.artifacts))
+    _compile_from_source(task)
+    provided: dict[str, dict[str, str]] = {}
+    for sid, name, file in task.requires:
+        provided.setdefault(sid, {})[name] = file
+    artifacts.provide(provided)
     try:
         _seed_everything()
         _prepare_matplotlib()
         with warnings.catch_warnings():
             # A Chinese label drawn in a font without the glyph would show as a box: fail instead.
             warnings.filterwarnings("error", message=r"Glyph \d+ .*missing from font")
-            with contextlib.redirect_stdout(captured) if capture else contextlib.nullcontext():
+            with contextlib.redirect_stdout(io.StringIO()) if capture else contextlib.nullcontext():
                 if path.suffix == ".ipynb":
                     results = _run_notebook(path)
                 else:
                     results, data_files = _run_script(task, path, out)
-                for value in results.values():
+                for key, value in results.items():
                     if isinstance(value, Figure):
                         finalize_figure(value)
                     elif isinstance(value, Artifact):
-                        value.pack()
+                        out.artifacts[key] = write_blob(Path(task.blob_dir), artifacts.encode(value.value))
+                        results[key] = Artifact()
                 if glyphs.messages:
                     raise ValueError(
                         "a figure has characters no font can draw (mathtext cannot fall back to the Chinese "
@@ -331,7 +330,6 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     finally:
         logging.getLogger("matplotlib").removeHandler(glyphs)
     out.seconds = time.perf_counter() - start
-    out.stdout = captured.getvalue()
     try:
         out.deps = _dependencies(task, data_files)
     except Exception as exc:  # noqa: BLE001
@@ -341,60 +339,10 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
 
 def check_results(snippet: str, results: Any) -> None:
     if not isinstance(results, dict) or not results:
-        raise TypeError(f"{snippet}: compute() must return a non-empty dict {{name: Table | Figure | Value}}")
+        raise TypeError(f"{snippet}: compute() must return a non-empty dict {{name: Table | Figure | Value | Claim}}")
     for key, value in results.items():
         if not isinstance(key, str) or not key.isidentifier():
             raise TypeError(f"{snippet}: result names must be identifiers, got {key!r}")
         if not isinstance(value, RESULT_TYPES):
-            raise TypeError(f"{snippet}: result {key!r} is a {type(value).__name__}, not a Table, Figure, Value or Artifact")
-
-
-# --------------------------------------------------------------------------------------------------
-# In the parent
-# --------------------------------------------------------------------------------------------------
-
-_CONTEXT: multiprocessing.context.BaseContext | None = None
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    global _CONTEXT
-    if _CONTEXT is None:
-        if "forkserver" in multiprocessing.get_all_start_methods():
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["transformer_book.book._preload"])
-        else:  # pragma: no cover - not on Linux
-            ctx = multiprocessing.get_context("spawn")
-        _CONTEXT = ctx
-    return _CONTEXT
-
-
-def warm_up() -> None:
-    """Start the forkserver (and its preloaded libraries) ahead of the first snippet run."""
-    ctx = _context()
-    if ctx.get_start_method() == "forkserver":
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
-
-
-def run_many(
-    tasks: list[Task], workers: int | None = None, expected: dict[str, float] | None = None
-) -> dict[str, Outcome]:
-    """Run tasks in parallel, longest (by last known time) first; a crashed worker is reported, not fatal."""
-    if not tasks:
-        return {}
-    expected = expected or {}
-    order = sorted(tasks, key=lambda t: -expected.get(t.snippet, 1.0))
-    n = max(1, min(workers or os.cpu_count() or 1, len(order)))
-    outcomes: dict[str, Outcome] = {}
-    with ProcessPoolExecutor(max_workers=n, mp_context=_context(), max_tasks_per_child=1) as pool:
-        futures: dict[Future, Task] = {pool.submit(run_snippet, t): t for t in order}
-        for fut, task in futures.items():
-            try:
-                outcomes[task.snippet] = fut.result()
-            except BrokenProcessPool as exc:
-                outcomes[task.snippet] = Outcome(
-                    snippet=task.snippet,
-                    error=SnippetError(f"worker process died: {exc}", task.path, 0, ""),
-                )
-    return outcomes
+            names = ", ".join(t.__name__ for t in RESULT_TYPES)
+            raise TypeError(f"{snippet}: result {key!r} is a {type(value).__name__}, not one of {names}")

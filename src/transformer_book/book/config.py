@@ -1,0 +1,87 @@
+"""The plugin's configuration (``plugins: - book:`` in ``mkdocs.yml``) and its environment overrides.
+
+Every switch can be overridden by an environment variable, so that the same ``mkdocs.yml`` serves authors
+and CI:
+
+==================  =====================  ===============================================================
+option              environment            meaning
+==================  =====================  ===============================================================
+``execute``         ``BOOK_EXECUTE=0``     plain build: run nothing, show placeholders (for benchmarks)
+``fresh``           ``BOOK_FRESH=1``       ignore cached results, execute every snippet
+``ci``              ``BOOK_CI=1``          fresh, and a missing/orphaned record, any drift, a claim that
+                                           no longer holds or an uncalibrated trained value fails
+``workers``         ``BOOK_WORKERS=N``     parallel snippet processes (default: one per core)
+``cache_dir``       ``BOOK_CACHE_DIR``     where results are cached
+(none)              ``BOOK_ONLY=a/*,b/x``  run only these snippets (globs); others show placeholders
+==================  =====================  ===============================================================
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from mkdocs.config import base
+from mkdocs.config import config_options as c
+
+from .session import Options
+
+# What the engine's output needs from Python-Markdown: code folds and placeholders are ``??? example`` /
+# ``!!! note`` blocks (admonition + pymdownx.details), code inside them needs superfences, figures and
+# captions are HTML with ``markdown="span"`` (md_in_html), results are Markdown tables (tables).
+REQUIRED_EXTENSIONS = {
+    "admonition": "code folds and placeholders (!!! / ???)",
+    "pymdownx.details": "the collapsible ??? code folds",
+    "pymdownx.superfences": "code listings inside the folds",
+    "md_in_html": 'figures and captions (markdown="span")',
+    "tables": "generated tables",
+}
+
+
+class BookConfig(base.Config):
+    snippets_dir = c.Type(str, default="snippets")
+    cache_dir = c.Type(str, default=".book-cache")
+    report_dir = c.Type(str, default=".book-cache/report")
+    execute = c.Type(bool, default=True)
+    fresh = c.Type(bool, default=False)
+    ci = c.Type(bool, default=False)
+    workers = c.Type(int, default=0)
+    mathjax = c.Type(bool, default=True)
+    # A Chinese font (OTF/TTF) cut to the characters the site uses and shipped as WOFF2; "" = none.
+    webfont = c.Type((str, bool), default="")  # a path relative to mkdocs.yml; false or "" = none
+    # Modules the worker forkserver imports up front (besides torch, numpy, matplotlib).
+    preload = c.ListOfItems(c.Type(str), default=[])
+    watch = c.ListOfItems(c.Type(str), default=["src", "snippets", "data"])
+
+
+def env_flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    value = environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+def options(cfg: BookConfig, environ: Mapping[str, str] = os.environ) -> Options:
+    ci = env_flag(environ, "BOOK_CI", cfg.ci)
+    return Options(
+        execute=env_flag(environ, "BOOK_EXECUTE", cfg.execute),
+        fresh=env_flag(environ, "BOOK_FRESH", cfg.fresh) or ci,
+        ci=ci,
+        workers=int(environ.get("BOOK_WORKERS") or cfg.workers),
+        # CI always runs everything; an author may build just the part being written.
+        select=() if ci else tuple(p.strip() for p in environ.get("BOOK_ONLY", "").split(",") if p.strip()),
+    )
+
+
+def cache_dir(cfg: BookConfig, project_root: Path, environ: Mapping[str, str] = os.environ) -> Path:
+    return project_root / (environ.get("BOOK_CACHE_DIR") or cfg.cache_dir)
+
+
+def missing_extensions(mkdocs_config: Any) -> list[str]:
+    """The Markdown extensions the engine's output needs that ``markdown_extensions`` does not list."""
+    names = set()
+    for ext in mkdocs_config.markdown_extensions:
+        name = ext if isinstance(ext, str) else getattr(ext, "__module__", "")
+        names.add(name.removeprefix("markdown.extensions."))
+    return [f"{name} ({why})" for name, why in REQUIRED_EXTENSIONS.items() if name not in names]

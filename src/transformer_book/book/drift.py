@@ -1,0 +1,121 @@
+"""The drift check: fresh results against their committed record, by kind.
+
+- *exact* numbers must stay within the tolerance the snippet declares (tight by default);
+- *trained* numbers within the tolerance their calibration wrote into the record (never a guess); a trained
+  series whose text changed under calibration (``varies``) is not compared — the claims about it are;
+- *measured* numbers are never compared (only their presence);
+- every *claim* must hold.
+Strings, booleans and ``None`` must be identical. A number that appears or disappears is a change too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from . import records
+from .results import DEFAULT_TOLERANCE, EXACT, MEASURED, TRAINED, Artifact, Claim, Number, Result, Tolerance, from_data
+
+
+@dataclass
+class Change:
+    """One difference between the record and a fresh run."""
+
+    snippet: str
+    result: str  # the result's name, e.g. "lookup"
+    path: str  # the number inside it, e.g. "lookup[0].输出"
+    old: Any
+    new: Any
+    tolerance: Tolerance | None = None
+    kind: str = "drift"  # "drift" | "added" | "removed" | "claim" | "kind"
+    value_kind: str = EXACT
+    claim: Claim | None = None
+
+    def describe(self) -> str:
+        if self.kind == "added":
+            return f"{self.path}: new value {self.new!r} (not in the record)"
+        if self.kind == "removed":
+            return f"{self.path}: recorded {self.old!r}, no longer produced"
+        if self.kind == "kind":
+            return f"{self.path}: recorded as {self.old}, now declared {self.new}"
+        if self.kind == "claim":
+            assert self.claim is not None
+            inputs = self.claim.describe_inputs()
+            return f"claim {self.result!r} no longer holds: «{self.claim.statement}»" + (f" (decided on {inputs})" if inputs else "")
+        tol = self.tolerance
+        if self.value_kind == TRAINED:
+            tol_text = f"calibrated abs {tol.abs:g}" if tol else "trained, not calibrated: exact default"
+        else:
+            tol_text = tol.describe() if tol else "exact"
+        return f"{self.path}: recorded {self.old!r}, now {self.new!r} (tolerance {tol_text})"
+
+
+def _same(old: Any, new: Any, tol: Tolerance) -> bool:
+    """Numbers within tolerance; strings, booleans and None must be identical."""
+    exact = (str, bool, type(None))
+    if isinstance(old, exact) or isinstance(new, exact):
+        return type(old) is type(new) and old == new
+    return tol.allows(float(old), float(new))
+
+
+def _recorded_numbers(key: str, rec: dict[str, Any]) -> dict[str, Number]:
+    if rec.get("type") == "claim":
+        return {}
+    if rec.get("type") == "block":
+        return {f"{key}.sha256": Number(f"{key}.sha256", rec.get("sha256"), rec.get("kind", EXACT), f"{key}.sha256")}
+    return {n.path: n for n in from_data({**rec, "tolerance": None}).numbers(key)}  # the snippet owns tolerances
+
+
+def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Result]) -> list[Change]:
+    """Every difference between a record and fresh results (empty list: no drift)."""
+    changes: list[Change] = []
+    recorded = (record or {}).get("results", {})
+    for key, result in results.items():
+        if isinstance(result, Artifact):
+            continue
+        rec = recorded.get(key)
+        if isinstance(result, Claim):
+            if not result.holds:
+                changes.append(Change(snippet, key, key, True, False, kind="claim", claim=result))
+            elif rec is None:
+                changes.append(Change(snippet, key, key, None, result.statement, kind="added"))
+            elif rec.get("type") != "claim" or rec.get("statement") != result.statement:
+                changes.append(Change(snippet, key, key, rec.get("statement", rec.get("type")), result.statement))
+            continue
+        old_numbers = _recorded_numbers(key, rec) if rec is not None else {}
+        tolerance = getattr(result, "tolerance", DEFAULT_TOLERANCE)
+        new_numbers = {n.path: n for n in result.numbers(key)}
+        for path, new in new_numbers.items():
+            old = old_numbers.get(path)
+            if old is None:
+                changes.append(Change(snippet, key, path, None, new.value, kind="added", value_kind=new.kind))
+                continue
+            if old.kind != new.kind:
+                changes.append(Change(snippet, key, path, old.kind, new.kind, kind="kind", value_kind=new.kind))
+                continue
+            if new.kind == MEASURED:
+                continue
+            tol: Tolerance | None = tolerance
+            if new.kind == TRAINED:
+                tol, varies = records.calibrated_tolerance(record, new.series)
+                if varies:
+                    continue
+            if not _same(old.value, new.value, tol or DEFAULT_TOLERANCE):
+                changes.append(Change(snippet, key, path, old.value, new.value, tol, value_kind=new.kind))
+        for path, old in old_numbers.items():
+            if path not in new_numbers:
+                changes.append(Change(snippet, key, path, old.value, None, kind="removed", value_kind=old.kind))
+    for key, rec in recorded.items():
+        if key not in results:
+            if rec.get("type") == "claim":
+                changes.append(Change(snippet, key, key, rec.get("statement"), None, kind="removed"))
+            for path, old in _recorded_numbers(key, rec).items():
+                changes.append(Change(snippet, key, path, old.value, None, kind="removed", value_kind=old.kind))
+    return changes
+
+
+def uncalibrated(record: dict[str, Any] | None, results: dict[str, Result]) -> list[str]:
+    """Trained series that the record holds no calibration for."""
+    series = {n.series for key, r in results.items() for n in r.numbers(key) if n.kind == TRAINED}
+    cal = ((record or {}).get("calibration") or {}).get("series", {})
+    return sorted(s for s in series if s not in cal)

@@ -1,0 +1,83 @@
+"""The environment a result depends on: library versions, platform, and the numerical settings of a run.
+
+The same dictionary enters every cache key (so a result computed under other settings is never reused),
+every record's provenance, and — for distributed builds — the check that a worker matches the build.
+
+Numerical settings are what the calibration perturbs (:mod:`.calibrate`): the torch thread count of each
+snippet (``BOOK_THREADS``, default 1), the order in which workers take snippets (``BOOK_ORDER``), and the
+variables that choose other code paths of the same libraries — ``ATEN_CPU_CAPABILITY`` (torch's own
+kernels), ``MKL_CBWR`` (MKL's matrix products), ``OPENBLAS_CORETYPE`` (numpy's BLAS).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+from functools import lru_cache
+from pathlib import Path
+
+# Bump when the meaning of a cached result changes (payload layout, seeding, rendering of figures …).
+ENGINE_VERSION = "2"
+
+# Libraries whose version can change a snippet's numbers or figures.
+VERSIONED_PACKAGES = ("torch", "numpy", "matplotlib")
+
+# Environment variables that change floating-point code paths, and so may change trained numbers.
+NUMERICAL_VARIABLES = ("BOOK_THREADS", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "OPENBLAS_CORETYPE")
+
+SEED = 0
+
+
+def threads() -> int:
+    """Torch threads per snippet: 1, so that a result does not depend on how many cores the machine has."""
+    try:
+        return max(1, int(os.environ.get("BOOK_THREADS", "1")))
+    except ValueError:
+        raise SystemExit(f"BOOK_THREADS must be a whole number, not {os.environ['BOOK_THREADS']!r}") from None
+
+
+def numerical_settings() -> dict[str, str]:
+    """The settings of this run that differ from the defaults (empty for an ordinary build)."""
+    out = {}
+    for name in NUMERICAL_VARIABLES:
+        value = os.environ.get(name, "")
+        if value and not (name == "BOOK_THREADS" and value == "1"):
+            out[name] = value
+    return out
+
+
+@lru_cache(maxsize=1)
+def versions() -> dict[str, str]:
+    env = {
+        "engine": ENGINE_VERSION,
+        "python": platform.python_version(),
+        "platform": f"{platform.system()}-{platform.machine()}",
+    }
+    for name in VERSIONED_PACKAGES:
+        try:
+            env[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            env[name] = "absent"
+    return env
+
+
+def fingerprint() -> dict[str, str]:
+    """What a cache key hashes besides the snippet's own sources: versions plus numerical settings."""
+    return {**versions(), **{f"setting:{k}": v for k, v in numerical_settings().items()}}
+
+
+@lru_cache(maxsize=1)
+def machine() -> str:
+    """The build machine in a few words, for measured values: ``AMD EPYC，2 核，Linux-x86_64``."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    model = model or platform.processor() or platform.machine() or "未知 CPU"
+    cores = os.cpu_count() or 1
+    return f"{model}，{cores} 核，{platform.system()}-{platform.machine()}"

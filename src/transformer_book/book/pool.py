@@ -1,0 +1,67 @@
+"""Worker processes for snippets: a forkserver with the heavy libraries loaded, one fresh process per task.
+
+Processes come from a *forkserver* that has already imported torch, numpy, matplotlib (and whatever the
+plugin's ``preload`` option adds, e.g. ``torch._dynamo``, which the first optimiser step imports), so a
+snippet starts in milliseconds instead of paying seconds of imports — yet every snippet gets a process of
+its own. The scheduling (what to run when) is :mod:`.schedule`'s job; this module only starts processes.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from typing import Sequence
+
+from .worker import Outcome, SnippetError, Task, run_snippet
+
+_CONTEXT: multiprocessing.context.BaseContext | None = None
+_PRELOAD: list[str] = []
+
+
+def configure(preload: Sequence[str]) -> None:
+    """Modules the forkserver imports besides torch, numpy and matplotlib (before it first starts)."""
+    _PRELOAD[:] = [m for m in preload if m]
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    global _CONTEXT
+    if _CONTEXT is None:
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(["transformer_book.book._preload", *_PRELOAD])
+        else:  # pragma: no cover - not on Linux
+            ctx = multiprocessing.get_context("spawn")
+        _CONTEXT = ctx
+    return _CONTEXT
+
+
+def warm_up() -> None:
+    """Start the forkserver (and its preloaded libraries) ahead of the first snippet run."""
+    ctx = _context()
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
+class LocalExecutor:
+    """Runs tasks in fresh local processes, ``workers`` at a time."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(), max_tasks_per_child=1)
+
+    def submit(self, task: Task) -> Future:
+        return self._pool.submit(run_snippet, task)
+
+    @staticmethod
+    def outcome(task: Task, future: Future) -> Outcome:
+        try:
+            return future.result()
+        except BrokenProcessPool as exc:
+            return Outcome(snippet=task.snippet, error=SnippetError(f"worker process died: {exc}", task.path, 0, ""))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,140 @@
+"""Rendering results into a page's Markdown: tables, figures, inline values, claims, blocks, code folds.
+
+Everything a reader sees of a result is written here — including what says *how far to trust it*: measured
+values carry a mark and a note naming the machine they were measured on; a cited claim shows a small check
+mark (or, in ``mkdocs serve``, a warning when it no longer holds); errors show where the snippet failed.
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import posixpath
+from dataclasses import dataclass
+from pathlib import Path
+
+from .pages import PageRefError, Ref
+from .results import MEASURED, Block, Claim, Figure, Result, Table, Value, format_number
+from .worker import SnippetError
+
+GENERATED = "assets/generated"
+MEASURED_NOTE = "在构建本书的机器上测得"
+
+
+def figure_target(snippet: str, key: str) -> str:
+    return f"{GENERATED}/{snippet}/{key}.svg"
+
+
+def _attr(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+@dataclass
+class Renderer:
+    project_root: Path
+    measured_on: str  # "AMD EPYC，2 核，Linux-x86_64，2026-12-01"
+
+    # -- results ---------------------------------------------------------------------------------------
+
+    def result(self, ref: Ref, result: Result) -> str:
+        expected = {"table": Table, "figure": Figure, "value": Value, "claim": Claim, "block": Block}[ref.kind]
+        if not isinstance(result, expected):
+            raise PageRefError(ref.where, f"{ref.snippet}:{ref.key} is a {type(result).__name__}, not a {expected.__name__}")
+        if isinstance(result, Value):
+            return self.value(ref, result)
+        if isinstance(result, Claim):
+            return self.claim(ref, result)
+        caption = ref.caption if ref.caption is not None else getattr(result, "caption", "")
+        if isinstance(result, Table):
+            return self.table(result, caption)
+        if isinstance(result, Block):
+            return self.block(result, caption)
+        return self.figure(ref, caption)
+
+    def value(self, ref: Ref, result: Value) -> str:
+        try:
+            text = format_number(result.value, ref.fmt if ref.fmt is not None else result.fmt)
+        except ValueError as exc:
+            raise PageRefError(ref.where, f"bad format {ref.fmt!r} for {result.value!r}: {exc}") from None
+        if result.kind == MEASURED:
+            note = _attr(f"{MEASURED_NOTE}（{self.measured_on}）；换一台机器、换一种负载都会不同")
+            return f'<span class="book-measured" title="{note}">{text}<sup class="book-measured-mark">实测</sup></span>'
+        return text
+
+    def claim(self, ref: Ref, result: Claim) -> str:
+        inputs = result.describe_inputs()
+        detail = f"{result.statement}" + (f"（{inputs}）" if inputs else "")
+        if result.holds:
+            title = _attr(f"由代码核对：{detail}；见 {ref.snippet}:{ref.key}")
+            return f'<sup class="book-claim" title="{title}">✓</sup>'
+        text = html.escape(f"这句话已不成立：{detail}（{ref.snippet}:{ref.key}）", quote=False)
+        return f'<span class="book-error">⚠ {text}</span>'
+
+    def table(self, result: Table, caption: str) -> str:
+        body = ""
+        if caption:
+            body += f'<p class="book-caption" markdown="span">{caption}</p>\n\n'
+        body += result.to_markdown() + "\n"
+        measured = result.measured_columns()
+        if measured:
+            cols = "、".join(f"「{c}」" for c in measured)
+            body += (f'\n<p class="book-measured-note" markdown="span">{cols}是{MEASURED_NOTE}的'
+                     f"（{self.measured_on}）：换一台机器、换一种负载都会不同，书只核对正文据此说出的结论。</p>\n")
+        return body
+
+    def figure(self, ref: Ref, caption: str) -> str:
+        rel = posixpath.relpath(figure_target(ref.snippet, ref.key), posixpath.dirname(ref.page) or ".")
+        alt = caption or f"{ref.snippet} {ref.key}"
+        body = f'<figure class="book-figure" markdown="span">\n  ![{alt}]({rel})\n'
+        if caption:
+            body += f"  <figcaption>{caption}</figcaption>\n"
+        return body + "</figure>\n"
+
+    def block(self, result: Block, caption: str) -> str:
+        body = result.text.rstrip("\n") + "\n"
+        if not result.markdown:
+            body = f'<div class="book-block" markdown="0">\n{body}</div>\n'
+        if caption:
+            body += f'\n<p class="book-caption" markdown="span">{caption}</p>\n'
+        return body
+
+    # -- what is not a result ----------------------------------------------------------------------------
+
+    def error(self, ref: Ref, err: SnippetError) -> str:
+        text = html.escape(f"{err.location()}: {err.message}", quote=False)
+        if ref.kind in ("value", "claim"):
+            return f'<span class="book-error">⚠ {text}</span>'
+        tb = "\n".join("        " + line for line in err.traceback.rstrip().splitlines())
+        return f'!!! failure "片段 {ref.snippet} 运行出错"\n\n    {text}\n\n    ```text\n{tb}\n    ```\n'
+
+    @staticmethod
+    def placeholder(ref: Ref, why: str = "本次构建关闭了代码执行") -> str:
+        if ref.kind in ("value", "claim"):
+            return f"⟨{ref.snippet}:{ref.key}⟩"
+        return f'!!! note "未执行"\n\n    这里是 `{ref.snippet}:{ref.key}`（{why}）。\n'
+
+    def source(self, path: Path) -> str:
+        """The snippet's code as a collapsible listing, without runner boilerplate."""
+        root = self.project_root
+        rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+        code = shown_source(path.read_text(encoding="utf-8"))
+        fence = "````" if "```" in code else "```"
+        body = "\n".join(("    " + line) if line else "" for line in code.split("\n"))
+        return f'??? example "生成它的代码：`{rel}`"\n\n    {fence}python linenums="1"\n{body}\n    {fence}\n'
+
+
+def shown_source(code: str) -> str:
+    """What a reader sees of a snippet: the file without a trailing ``if __name__ == "__main__":`` block
+    (the engine runs snippets itself; ``python -m transformer_book run <snippet>`` runs one by hand)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code.rstrip("\n")
+    lines = code.split("\n")
+    for node in reversed(tree.body):
+        test = getattr(node, "test", None)
+        if (isinstance(node, ast.If) and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+                and test.left.id == "__name__"):
+            lines = lines[: node.lineno - 1]
+            break
+    return "\n".join(lines).rstrip("\n")
