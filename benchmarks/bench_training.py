@@ -21,7 +21,7 @@ import time
 import torch
 
 from transformer_book import toy_language as tl
-from transformer_book.agreement import agreement_accuracy
+from transformer_book.lecture07.agreement import agreement_accuracy
 from transformer_book.rnn import RNNLM
 from transformer_book.training import TokenData, TrainConfig, train_language_model
 from transformer_book.transformer import TransformerLM, count_parameters

@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from transformer_book import p08
+from transformer_book.chapter20 import p08
 from transformer_book.char_tokenizer import PAD_ID, UNK, UNK_ID, CharTokenizer, shift_pairs, train_val_split
 from transformer_book.transformer import MultiHeadAttention, TransformerLM, count_parameters, generate
 

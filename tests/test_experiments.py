@@ -1,4 +1,4 @@
-"""第 7 讲第 11 节实验定义（transformer_book.experiments）的测试：每个测试对应书里的一个说法或一条约定。"""
+"""第 7 讲第 11 节实验定义（transformer_book.lecture07.experiments）的测试：每个测试对应书里的一个说法或一条约定。"""
 
 from __future__ import annotations
 
@@ -152,7 +152,7 @@ def test_length_generalisation_locates_errors_by_prefix_length():
 
 
 def test_attention_by_kinds_and_example_selection():
-    from transformer_book.agreement import verb_position_attention
+    from transformer_book.lecture07.agreement import verb_position_attention
 
     items = tl.agreement_test_set(2, 200, seed=0)
     per_item = verb_position_attention(SubjectOracle(), items, VOCAB)
@@ -172,7 +172,7 @@ def test_head_labels_count_from_one():
 
 def test_agreement_accuracy_is_an_exact_fraction_of_the_items():
     """表里的 85.6% 就是 856/1000：准确率按整数计数再相除，不带 float32 求平均的舍入误差。"""
-    from transformer_book.agreement import agreement_accuracy
+    from transformer_book.lecture07.agreement import agreement_accuracy
 
     items = tl.agreement_test_set(4, ex.N_AGREEMENT, seed=ex.AGREEMENT_SEED)
     expected = sum(it.verb_pos < 18 for it in items) / len(items)

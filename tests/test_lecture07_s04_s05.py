@@ -14,7 +14,7 @@ import pytest
 
 from transformer_book.attention_numpy import causal_mask, self_attention
 from transformer_book.diagrams import Box, draw_skip, draw_stack, finish_diagram, new_diagram
-from transformer_book.position_demos import (
+from transformer_book.lecture07.positions import (
     added_pe_scores,
     frequencies,
     half_split_to_interleaved,

@@ -1,4 +1,4 @@
-"""第 7 讲第 8、9、10、15 节的断言：计算量公式（``transformer_book.flops``）与练习 1、5、6、7 的数值答案。
+"""第 7 讲第 8、9、10、15 节的断言：计算量公式（``transformer_book.cost``）与练习 1、5、6、7 的数值答案。
 
 讲义印出的确定性数值（注意力占比 2.7 % … 93.4 %、练习的参考答案）按印出的精度逐个比较：
 先用库函数算，再把页面上显示这些数的片段跑一遍，确认读者看到的就是它们。
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer_book.flops import (
+from transformer_book.cost import (
     attention_share,
     counted_block_flops,
     crossover_length,

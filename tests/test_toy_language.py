@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from transformer_book import toy_language as tl
-from transformer_book.agreement import (
+from transformer_book.lecture07.agreement import (
     agreement_accuracy,
     agreement_table,
     attention_to_subject,

@@ -226,7 +226,7 @@ def test_same_loop_trains_the_transformer(tiny):
 
 def test_untrained_transformer_attends_almost_uniformly():
     """初始化时（权重 N(0, 0.02)）注意力几乎均匀：分给主语的权重约等于 1 / 前缀长度。"""
-    from transformer_book.agreement import attention_to_subject
+    from transformer_book.lecture07.agreement import attention_to_subject
     from transformer_book.transformer import TransformerLM
 
     torch.manual_seed(0)

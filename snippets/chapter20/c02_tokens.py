@@ -4,7 +4,7 @@
 （约一千多个不同的字符）。同一句话在两张词表里的编号完全不同，语料里没出现过的字变成 <unk>。
 """
 
-from transformer_book import p08
+from transformer_book.chapter20 import p08
 from transformer_book.book import Claim, Table, Value
 from transformer_book.char_tokenizer import UNK, CharTokenizer
 

@@ -7,9 +7,9 @@
 
 import torch
 
-from transformer_book import p08
+from transformer_book.chapter20 import p08
 from transformer_book.book import Claim, Table, Value, artifact
-from transformer_book.char_tokenizer import CharTokenizer
+
 from transformer_book.transformer import count_parameters
 
 REQUIRES = ["chapter20/p08_train"]
@@ -30,11 +30,10 @@ def neighbours(embedding, tokenizer, ch, k=5):
 
 
 def compute():
-    config = p08.P08Config(**artifact("chapter20/p08_train", "config"))
-    tok = CharTokenizer.from_state(artifact("chapter20/p08_train", "tokenizer"))
+    trained, config, tok = p08.unpack_model(artifact("chapter20/p08_train", "model"))  # 训练好的 P08 模型
     torch.manual_seed(config.seed)
     untrained = p08.build_model(config, tok.vocab_size).eval()  # 与训练开始时同样的初始化
-    trained = p08.load_model(artifact("chapter20/p08_train", "model"), config, tok.vocab_size)
+
 
     ids = torch.tensor([tok.encode(line) for line in LINES])  # (B, T)
     E = untrained.tok_emb.weight.detach()  # (V, d)

@@ -11,7 +11,7 @@ import math
 
 import torch
 
-from transformer_book import p08
+from transformer_book.chapter20 import p08
 from transformer_book.book import Claim, Table, Value
 from transformer_book.transformer import scaled_dot_product_attention
 

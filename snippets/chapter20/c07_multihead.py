@@ -1,15 +1,16 @@
 """第 20 章：多头注意力的形状，从一次真实的前向计算里读出来。
 
 让参考实现的 ``MultiHeadAttention``（P08 模型的宽度 d = 128、4 个头）带着因果掩码算一次，
-用 ``p08.trace_ops`` 记下每个张量运算的输出形状，再把数字换回记号。为了换得回去，
+用 ``shape_trace.trace_ops`` 记下每个张量运算的输出形状，再把数字换回记号。为了换得回去，
 各尺寸取两两不同的值：B = 2，T = 6，d = 128，H = 4，d_h = 32。
 另外数一数：头数变化时，多头注意力的参数个数变不变。
 """
 
 import torch
 
-from transformer_book import p08
+from transformer_book.chapter20 import p08
 from transformer_book.book import Claim, Table, Value
+from transformer_book.shape_trace import symbolic_shape, trace_ops
 from transformer_book.transformer import MultiHeadAttention, count_parameters
 
 B, T = 2, 6
@@ -41,7 +42,7 @@ def compute():
     x = torch.randn(B, T, D)  # (B, T, d)
     mask = torch.ones(T, T, dtype=torch.bool).tril()  # True = 可以关注
     with torch.no_grad():
-        (out, _), ops = p08.trace_ops(lambda: mha(x, mask=mask), OPS)
+        (out, _), ops = trace_ops(lambda: mha(x, mask=mask), OPS)
     kept, seen = [], set()
     for op in ops:  # Q、K、V 各自的 view / transpose 形状相同，只留第一次；第二次 masked_fill 是防 NaN 的保护
         if (op.name, op.shapes) not in seen:
@@ -50,11 +51,11 @@ def compute():
     if [op.name for op in kept] != [name for name, _ in STAGES]:  # 表的“阶段”一列是按这个顺序写的
         raise RuntimeError(f"MultiHeadAttention 的运算序列变了，请更新 STAGES：{[op.name for op in kept]}")
 
-    rows = [["输入 $X$", "—", f"${p08.symbolic_shape(x.shape, SYMBOLS)}$", " × ".join(map(str, x.shape))]]
+    rows = [["输入 $X$", "—", f"${symbolic_shape(x.shape, SYMBOLS)}$", " × ".join(map(str, x.shape))]]
     for op, (_, meaning) in zip(kept, STAGES):
         (shape,) = set(op.shapes)  # split 有三个形状相同的输出
         times = f"{len(op.shapes)} 个 " if len(op.shapes) > 1 else ""
-        rows.append([meaning, f"`{op.name}`", times + f"${p08.symbolic_shape(shape, SYMBOLS)}$", times + " × ".join(map(str, shape))])
+        rows.append([meaning, f"`{op.name}`", times + f"${symbolic_shape(shape, SYMBOLS)}$", times + " × ".join(map(str, shape))])
 
     heads = [1, 2, 4, 8]
     counts = [count_parameters(MultiHeadAttention(d_model=D, n_heads=h)) for h in heads]

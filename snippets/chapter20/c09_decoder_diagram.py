@@ -8,7 +8,7 @@
 
 import torch
 
-from transformer_book import p08
+from transformer_book.chapter20 import p08
 from transformer_book.book import Claim, Figure, Value
 from transformer_book.diagrams import Box, draw_arrow, draw_skip, draw_stack, finish_diagram, new_diagram
 

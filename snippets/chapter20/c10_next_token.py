@@ -10,7 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from transformer_book import p08
+from transformer_book.chapter20 import p08
 from transformer_book.book import Claim, Table, Value, artifact
 from transformer_book.char_tokenizer import CharTokenizer, shift_pairs
 
@@ -27,9 +27,7 @@ def compute():
         rows=[["输入", *toy.decode(inp)], ["输入编号", *inp], ["目标", *toy.decode(tgt)], ["目标编号", *tgt]],
     )
 
-    config = p08.P08Config(**artifact("chapter20/p08_train", "config"))
-    tok = CharTokenizer.from_state(artifact("chapter20/p08_train", "tokenizer"))
-    model = p08.load_model(artifact("chapter20/p08_train", "model"), config, tok.vocab_size)
+    model, config, tok = p08.unpack_model(artifact("chapter20/p08_train", "model"))  # 训练好的 P08 模型（eval 模式）
     data = p08.prepare_data(val_fraction=config.val_fraction)
     p08.require_validation_only(VALIDATION_LINE, data)  # 例句必须是模型训练时没见过的
     ids = tok.encode(VALIDATION_LINE)

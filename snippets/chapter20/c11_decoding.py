@@ -7,10 +7,9 @@ top-k 和 top-p 各留下哪些候选。
 
 import torch
 
-from transformer_book import p08
+from transformer_book.chapter20 import p08
 from transformer_book.book import Claim, Table, Value, artifact
-from transformer_book.char_tokenizer import CharTokenizer
-from transformer_book.transformer import generate
+from transformer_book.transformer import generate, next_token_distribution
 
 REQUIRES = ["chapter20/p08_train"]
 PROMPT = "十二月"
@@ -29,9 +28,7 @@ SHOWN = [("温度 0.5", dict(temperature=0.5)), ("温度 1.0", dict(temperature=
 
 
 def compute():
-    config = p08.P08Config(**artifact("chapter20/p08_train", "config"))
-    tok = CharTokenizer.from_state(artifact("chapter20/p08_train", "tokenizer"))
-    model = p08.load_model(artifact("chapter20/p08_train", "model"), config, tok.vocab_size)
+    model, config, tok = p08.unpack_model(artifact("chapter20/p08_train", "model"))  # 训练好的 P08 模型（eval 模式）
     prompt = torch.tensor([tok.encode(PROMPT)])  # (1, T)
 
     rows = []
@@ -44,7 +41,7 @@ def compute():
 
     with torch.no_grad():
         logits = model(prompt)[0, -1]  # (V,)：提示之后第一个字的打分
-    dists = {name: p08.decoding_distribution(logits, **kw) for name, kw in SHOWN}
+    dists = {name: next_token_distribution(logits, **kw) for name, kw in SHOWN}
     top = torch.topk(logits, 8).indices.tolist()  # 打分最高的 8 个候选
     candidates = [[p08.visible(tok.vocab[i]), *[float(d[i]) for d in dists.values()]] for i in top]
     kept = {name: int((d > 0).sum()) for name, d in dists.items()}

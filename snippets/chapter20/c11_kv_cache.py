@@ -11,9 +11,9 @@
 
 import torch
 
-from transformer_book import p08
+from transformer_book.chapter20 import analysis, p08
 from transformer_book.book import Claim, Table, Value, artifact
-from transformer_book.char_tokenizer import CharTokenizer
+from transformer_book.cost import kv_cache_entries
 from transformer_book.transformer import generate
 
 REQUIRES = ["chapter20/p08_train"]
@@ -23,9 +23,7 @@ MEASURED = {"不用缓存（CPU 秒）": "measured", "用缓存（CPU 秒）": "
 
 
 def compute():
-    config = p08.P08Config(**artifact("chapter20/p08_train", "config"))
-    tok = CharTokenizer.from_state(artifact("chapter20/p08_train", "tokenizer"))
-    model = p08.load_model(artifact("chapter20/p08_train", "model"), config, tok.vocab_size)
+    model, config, tok = p08.unpack_model(artifact("chapter20/p08_train", "model"))  # 训练好的 P08 模型（eval 模式）
     prompt = torch.tensor([tok.encode(PROMPT)])  # (1, T0)
     n_new = config.context - prompt.size(1)  # 正好填满上下文窗口
 
@@ -44,13 +42,13 @@ def compute():
             torch.manual_seed(0)
             m = p08.build_model(p08.P08Config(**{**config.__dict__, "context": context}), tok.vocab_size).eval()
         n = context - prompt.size(1)
-        slow_out, slow = p08.time_generation(m, prompt, n, use_cache=False, repeats=2)
-        fast_out, fast = p08.time_generation(m, prompt, n, use_cache=True, repeats=2)
+        slow_out, slow = analysis.time_generation(m, prompt, n, use_cache=False, repeats=2)
+        fast_out, fast = analysis.time_generation(m, prompt, n, use_cache=True, repeats=2)
         identical = identical and torch.equal(slow_out, fast_out)
         speedups[context] = slow / fast
         rows.append([context, "P08（训练过）" if m is model else "同结构（未训练）", n, slow, fast, slow / fast])
 
-    cache_entries = p08.kv_cache_entries(config.context, d_model=config.d_model, layers=config.n_layers)
+    cache_entries = kv_cache_entries(config.context, d_model=config.d_model, layers=config.n_layers)
     return {
         "identical": Table(columns=["解码方式", "续写（用与不用缓存完全相同）"],
                            rows=[[k, p08.visible(v)] for k, v in same.items()], kind="trained"),

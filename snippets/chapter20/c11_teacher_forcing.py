@@ -7,9 +7,8 @@
 
 import torch
 
-from transformer_book import p08
+from transformer_book.chapter20 import p08
 from transformer_book.book import Claim, Table, Value, artifact
-from transformer_book.char_tokenizer import CharTokenizer
 from transformer_book.transformer import generate
 
 REQUIRES = ["chapter20/p08_train"]
@@ -18,9 +17,7 @@ PROMPT_LEN = 4
 
 
 def compute():
-    config = p08.P08Config(**artifact("chapter20/p08_train", "config"))
-    tok = CharTokenizer.from_state(artifact("chapter20/p08_train", "tokenizer"))
-    model = p08.load_model(artifact("chapter20/p08_train", "model"), config, tok.vocab_size)
+    model, config, tok = p08.unpack_model(artifact("chapter20/p08_train", "model"))  # 训练好的 P08 模型（eval 模式）
     data = p08.prepare_data(val_fraction=config.val_fraction)
     p08.require_validation_only(LINE, data)  # 例句必须是模型训练时没见过的
 

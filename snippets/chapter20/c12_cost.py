@@ -7,8 +7,9 @@
 
 import torch
 
-from transformer_book import p08
+from transformer_book.chapter20 import p08
 from transformer_book.book import Claim, Figure, Table, Value
+from transformer_book.cost import kv_cache_entries, score_matrix_entries
 from transformer_book.plotting import new_figure
 from transformer_book.transformer import scaled_dot_product_attention
 
@@ -27,33 +28,33 @@ def compute():
     config = p08.P08Config()
     rows, previous = [], None
     for T in LENGTHS:
-        entries = p08.score_matrix_entries(T)
-        kv = p08.kv_cache_entries(T, d_model=config.d_model, layers=config.n_layers)
-        ratio = "—" if previous is None else f"{entries / p08.score_matrix_entries(previous):g} 倍（长度 {T / previous:g} 倍）"
+        entries = score_matrix_entries(T)
+        kv = kv_cache_entries(T, d_model=config.d_model, layers=config.n_layers)
+        ratio = "—" if previous is None else f"{entries / score_matrix_entries(previous):g} 倍（长度 {T / previous:g} 倍）"
         rows.append([T, entries, ratio, entries * BYTES_FLOAT32 / 2**20, kv])
         previous = T
 
     fig, ax = new_figure(width=6.0, height=3.6)
-    ax.plot(LENGTHS, [p08.score_matrix_entries(T) for T in LENGTHS], "o-", label="分数矩阵元素（一层、一个头）：T²")
-    ax.plot(LENGTHS, [p08.kv_cache_entries(T, d_model=config.d_model, layers=config.n_layers) for T in LENGTHS], "s--",
+    ax.plot(LENGTHS, [score_matrix_entries(T) for T in LENGTHS], "o-", label="分数矩阵元素（一层、一个头）：T²")
+    ax.plot(LENGTHS, [kv_cache_entries(T, d_model=config.d_model, layers=config.n_layers) for T in LENGTHS], "s--",
             label="KV 缓存元素（P08 模型，全部层）：2·L·T·D")
     ax.set(xscale="log", yscale="log", xlabel="序列长度 T", ylabel="元素个数")
     ax.legend()
 
-    per_step = p08.score_matrix_entries(config.context, batch=config.batch_size, heads=config.n_heads,
+    per_step = score_matrix_entries(config.context, batch=config.batch_size, heads=config.n_heads,
                                         layers=config.n_layers)
     return {
         "formula_matches_tensors": Claim("较小的几个长度上，从注意力权重张量读出的元素个数与公式 T² 一致",
-                                         all(n == p08.score_matrix_entries(T) for T, n in read.items()),
+                                         all(n == score_matrix_entries(T) for T, n in read.items()),
                                          **{f"T_{T}": n for T, n in read.items()}),
 
         "growth": Table(columns=["序列长度 $T$", "分数矩阵元素 $T^2$", "与上一行相比", "float32 存储（MiB）", "KV 缓存元素（P08 模型）"],
                         rows=rows, formats=[",d", ",d", "", ",.2f", ",d"]),
         "figure": Figure(fig),
-        "entries_4": Value(p08.score_matrix_entries(4), ",d"),
-        "entries_4000": Value(p08.score_matrix_entries(4_000), ",d"),
-        "entries_4000_millions": Value(p08.score_matrix_entries(4_000) / 1e6, ".0f"),
-        "doubling_factor": Value(p08.score_matrix_entries(8_000) / p08.score_matrix_entries(4_000), ".0f"),
-        "gib_128k": Value(p08.score_matrix_entries(128_000) * BYTES_FLOAT32 / 2**30, ",.0f"),
+        "entries_4": Value(score_matrix_entries(4), ",d"),
+        "entries_4000": Value(score_matrix_entries(4_000), ",d"),
+        "entries_4000_millions": Value(score_matrix_entries(4_000) / 1e6, ".0f"),
+        "doubling_factor": Value(score_matrix_entries(8_000) / score_matrix_entries(4_000), ".0f"),
+        "gib_128k": Value(score_matrix_entries(128_000) * BYTES_FLOAT32 / 2**30, ",.0f"),
         "p08_step_entries": Value(per_step, ",d"),
     }

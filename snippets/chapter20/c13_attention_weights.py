@@ -9,9 +9,8 @@
 
 import torch
 
-from transformer_book import p08
+from transformer_book.chapter20 import analysis, p08
 from transformer_book.book import Claim, Figure, Table, Value, artifact
-from transformer_book.char_tokenizer import CharTokenizer
 from transformer_book.plotting import new_figure
 
 REQUIRES = ["chapter20/p08_train"]
@@ -23,7 +22,7 @@ def stripe_description(w, layer):
     """第 layer 层各头最醒目的一列：后面最多位置给它深色格子的那一列（并列的都列出）。"""
     parts = []
     for head in range(w.size(1)):
-        ranked = p08.attention_stripes(w[0, head], STRIPE)
+        ranked = analysis.attention_stripes(w[0, head], STRIPE)
         best = [c for c, n in ranked if n == ranked[0][1]]
         cols = "、".join(f"「{LINE[c]}」" for c in best)
         parts.append(f"头 {head + 1} 是 {cols}（{ranked[0][1]} 个位置）")
@@ -31,14 +30,12 @@ def stripe_description(w, layer):
 
 
 def compute():
-    config = p08.P08Config(**artifact("chapter20/p08_train", "config"))
-    tok = CharTokenizer.from_state(artifact("chapter20/p08_train", "tokenizer"))
-    model = p08.load_model(artifact("chapter20/p08_train", "model"), config, tok.vocab_size)
+    model, config, tok = p08.unpack_model(artifact("chapter20/p08_train", "model"))  # 训练好的 P08 模型（eval 模式）
     data = p08.prepare_data(val_fraction=config.val_fraction)
     p08.require_validation_only(LINE, data)  # 例句必须是模型训练时没见过的
 
     with torch.no_grad():
-        _, weights = model(torch.tensor([tok.encode(LINE)]), return_attention=True)  # 每层 (1, h, T, T)
+        _, weights = model.forward_with_attention(torch.tensor([tok.encode(LINE)]))  # 每层 (1, h, T, T)
     fig, axes = new_figure(ncols=config.n_heads, nrows=config.n_layers, width=9.0, height=5.0)
     chars = list(LINE)
     for layer, w in enumerate(weights):
@@ -51,15 +48,15 @@ def compute():
             ax.tick_params(length=0)
     comma = LINE.index("，")
     on_comma = [h + 1 for h in range(config.n_heads)
-                if p08.attention_stripes(weights[-1][0, h], STRIPE)[0][0] == comma]
+                if analysis.attention_stripes(weights[-1][0, h], STRIPE)[0][0] == comma]
 
     val_x, val_y = p08.eval_windows(data.val_ids, config.context)
-    punctuation = torch.tensor([[tok.vocab[i] in p08.PUNCTUATION for i in row] for row in val_x.tolist()])  # (N, T)
-    stats = p08.attention_statistics(model, val_x, marked=punctuation)
+    punctuation = torch.tensor([[tok.vocab[i] in analysis.PUNCTUATION for i in row] for row in val_x.tolist()])  # (N, T)
+    stats = analysis.attention_statistics(model, val_x, marked=punctuation)
     base = p08.mean_loss(model, val_x, val_y)
     for s in stats:
-        s["ablation"] = p08.loss_without_head(model, val_x, val_y, s["layer"], s["head"]) - base
-    uniform = p08.uniform_attention_baseline(val_x, punctuation)
+        s["ablation"] = analysis.loss_without_head(model, val_x, val_y, s["layer"], s["head"]) - base
+    uniform = analysis.uniform_attention_baseline(val_x, punctuation)
     rows = [[s["layer"], s["head"], s["self"], s["previous"], s["marked"], s["entropy"], s["ablation"]] for s in stats]
     rows.append(["对照", "平均分配", uniform["self"], uniform["previous"], uniform["marked"], uniform["entropy"], "—"])
     table = Table(

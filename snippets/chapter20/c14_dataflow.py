@@ -1,14 +1,15 @@
 """第 20 章：一次完整的数据流核对——每一步的输入形状、输出形状与参数个数。
 
-在 P08 结构的模型上跑一次前向计算和交叉熵，用前向钩子与 ``p08.trace_ops`` 记下每一步的真实形状，
+在 P08 结构的模型上跑一次前向计算和交叉熵，用前向钩子与 ``shape_trace.trace_ops`` 记下每一步的真实形状，
 按对象身份数参数（权重共享只算一次），再把数字换回记号。为此各尺寸取两两不同的值：
 B = 2，T = 16，D = 128，H = 4，D_h = 32，V = P08 的词表大小。
 """
 
 import torch
 
-from transformer_book import p08
+from transformer_book.chapter20 import analysis, p08
 from transformer_book.book import Claim, Table, Value
+from transformer_book.shape_trace import symbolic_shape
 from transformer_book.transformer import block_parameters, count_parameters
 
 B, T = 2, 16
@@ -26,10 +27,10 @@ def compute():
     g = torch.Generator().manual_seed(0)
     idx = torch.randint(0, vocab, (B, T), generator=g)  # (B, T)
     target = torch.randint(0, vocab, (B, T), generator=g)  # (B, T)
-    flow = p08.dataflow(model, idx, target)
+    flow = analysis.dataflow(model, idx, target)
 
     def math(shape):
-        text = p08.symbolic_shape(shape, symbols)
+        text = symbolic_shape(shape, symbols)
         return text if text == "标量" else f"${text}$"
 
     def shapes(items, n=1):
@@ -51,13 +52,13 @@ def compute():
         "total_is_count": Claim("全表合计与 count_parameters 相等", total == count_parameters(model),
                                 table=total, counted=count_parameters(model)),
         "block_formula": Claim("一个块的参数合计与 12D² + 13D 相符，其余的块与第一个块完全相同",
-                               block == block_parameters(D) == others, block=block, formula=block_parameters(D)),
+                               block == block_parameters(D).total == others, block=block, formula=block_parameters(D).total),
         "ffn_twice_attention": Claim("一个块里，前馈网络的参数约是注意力投影的两倍", abs(ffn_ratio - 2) < 0.05, ratio=ffn_ratio),
 
         "dataflow": Table(columns=["步骤", "输入形状", "输出形状", "学习参数", "参数个数"], rows=rows,
                           formats=["", "", "", "", ",d"]),
-        "scores_shape": Value(f"${p08.symbolic_shape(flow.scores_shape, symbols)}$"),
-        "ffn_hidden_shape": Value(f"${p08.symbolic_shape(flow.ffn_hidden_shape, symbols)}$"),
+        "scores_shape": Value(f"${symbolic_shape(flow.scores_shape, symbols)}$"),
+        "ffn_hidden_shape": Value(f"${symbolic_shape(flow.ffn_hidden_shape, symbols)}$"),
         "total_params": Value(total, ",d"),
         "embedding_share": Value(emb / total, ".0%"),
         "block_params": Value(block, ",d"),

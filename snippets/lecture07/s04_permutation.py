@@ -7,7 +7,7 @@ d_k = d_v = 3）各做一次自注意力，比较同一个词在两句里的输�
 import numpy as np
 
 from transformer_book.book import Claim, Table, Value
-from transformer_book.position_demos import outputs_by_word, sinusoidal_table
+from transformer_book.lecture07.positions import outputs_by_word, sinusoidal_table
 
 WORDS = ["dog", "bites", "man"]
 SENTENCE_A = ["dog", "bites", "man"]

@@ -6,7 +6,7 @@
 import numpy as np
 
 from transformer_book.book import Claim, Table, Tolerance, Value
-from transformer_book.position_demos import pe_dot_product_formula, pe_dot_products
+from transformer_book.lecture07.positions import pe_dot_product_formula, pe_dot_products
 
 D = 64
 DISTANCES = [0, 1, 2, 4, 8, 16, 32, 64]

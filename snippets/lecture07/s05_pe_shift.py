@@ -7,7 +7,7 @@ M_k 由 2 × 2 旋转块组成（见 ``pe_shift_matrix``）；对 d = 64、几�
 import numpy as np
 
 from transformer_book.book import Claim, Table, Value
-from transformer_book.position_demos import pe_shift_matrix, pe_shift_max_error
+from transformer_book.lecture07.positions import pe_shift_matrix, pe_shift_max_error
 
 D = 64
 DISTANCES = [1, 3, 10, 50]

@@ -9,7 +9,7 @@ import numpy as np
 
 from transformer_book.book import Claim, Figure
 from transformer_book.plotting import new_figure
-from transformer_book.position_demos import rope_rotate
+from transformer_book.lecture07.positions import rope_rotate
 
 Q = np.array([1.0, 0.0])
 K = 0.7 * np.array([np.cos(-1.2), np.sin(-1.2)])  # 长度 0.7、方向 −1.2 弧度

@@ -8,7 +8,7 @@ RoPE 把 q 转 m 个“步长”、把 k 转 n 个“步长”再做点积；对
 import numpy as np
 
 from transformer_book.book import Claim, Table, Tolerance, Value
-from transformer_book.position_demos import (
+from transformer_book.lecture07.positions import (
     added_pe_scores,
     half_split_to_interleaved,
     rope_norms,

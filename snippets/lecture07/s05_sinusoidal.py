@@ -10,7 +10,7 @@ import numpy as np
 
 from transformer_book.book import Claim, Figure, Table, Value
 from transformer_book.plotting import new_figure
-from transformer_book.position_demos import frequencies, sinusoidal_table
+from transformer_book.lecture07.positions import frequencies, sinusoidal_table
 
 D = 16
 SHOWN_POSITIONS = [0, 1, 2, 3, 4, 5]

@@ -10,7 +10,7 @@ import torch
 
 from transformer_book.book import Claim, Figure, Table, Value
 from transformer_book.plotting import new_figure
-from transformer_book.retrieval import RetrievalConfig, dominant_token_accuracy, retrieval_study
+from transformer_book.lecture07.retrieval import RetrievalConfig, dominant_token_accuracy, retrieval_study
 
 BUDGET_SECONDS = 60
 

@@ -1,6 +1,6 @@
 """第 6.2 节：多头注意力前向计算中每一步的形状，以及与 PyTorch 自带的 nn.MultiheadAttention 对照。
 
-形状不是手写的：让参考实现的 ``MultiHeadAttention`` 真的算一次，用 ``trace_shapes`` 记下每个张量运算的
+形状不是手写的：让参考实现的 ``MultiHeadAttention`` 真的算一次，用 ``shape_trace.trace_module`` 记下每个张量运算的
 输出形状。为了能把数字换回符号，各个尺寸取两两不同的值：B = 2，T = 5，d = 12，h = 3，d_h = 4。
 然后把同一组权重复制进 ``torch.nn.MultiheadAttention``（d = 64，8 个头，带因果掩码），比较两者的输出
 和每个头的注意力权重。
@@ -9,7 +9,8 @@
 import torch
 
 from transformer_book.book import Claim, Table, Value
-from transformer_book.retrieval import compare_with_torch_mha, symbolic_shape, trace_shapes
+from transformer_book.lecture07.mha_vs_torch import compare_with_torch_mha
+from transformer_book.shape_trace import symbolic_shape, trace_module
 from transformer_book.transformer import MultiHeadAttention
 
 B, T, D, H = 2, 5, 12, 3
@@ -41,15 +42,15 @@ def compute():
     torch.manual_seed(0)
     mha = MultiHeadAttention(d_model=D, n_heads=H)
     x = torch.randn(B, T, D)  # (B, T, d)
-    _, steps = trace_shapes(mha, x)
-    if [s.op for s in steps] != [op for op, _ in EXPECTED]:  # 表的“作用”一列是按这个顺序写的
-        raise RuntimeError(f"MultiHeadAttention 的运算序列变了，请更新 EXPECTED：{[s.op for s in steps]}")
+    _, steps = trace_module(mha, x)
+    if [s.name for s in steps] != [op for op, _ in EXPECTED]:  # 表的“作用”一列是按这个顺序写的
+        raise RuntimeError(f"MultiHeadAttention 的运算序列变了，请更新 EXPECTED：{[s.name for s in steps]}")
     rows = []
     for step, (_, meaning) in zip(steps, EXPECTED):
         (shape,) = set(step.shapes)  # 只有 split 有多个输出（三个形状相同）
         times = f"{len(step.shapes)} 个 " if len(step.shapes) > 1 else ""
-        numeric, symbolic = times + str(shape), times + f"${symbolic_shape(shape, NAMES)}$"
-        rows.append([f"`{step.op}`", meaning, numeric, symbolic])
+        numeric, symbolic = times + str(shape), times + f"${symbolic_shape(shape, NAMES, brackets='()')}$"
+        rows.append([f"`{step.name}`", meaning, numeric, symbolic])
     shapes = Table(columns=["运算", "作用", "输出形状（实际）", "输出形状（符号）"], rows=rows)
 
     big = MultiHeadAttention(d_model=64, n_heads=8)

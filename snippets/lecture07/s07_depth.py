@@ -12,7 +12,7 @@
 import math
 
 from transformer_book.book import Claim, Figure, Table, Value
-from transformer_book.depth_study import DepthConfig, depth_study
+from transformer_book.lecture07.depth import DepthConfig, depth_study
 from transformer_book.plotting import new_figure
 
 BUDGET_SECONDS = 60

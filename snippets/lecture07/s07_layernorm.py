@@ -8,7 +8,7 @@
 import torch
 
 from transformer_book.book import Claim, Table, Tolerance, Value
-from transformer_book.depth_study import layer_norm_by_hand
+from transformer_book.lecture07.depth import layer_norm_by_hand
 
 INPUTS = [(2.0, 4.0, 6.0, 8.0), (100.0, 101.0, 102.0, 103.0)]
 EPS_FLOAT32 = Tolerance(abs=1e-6, reason="float32 的归一化结果，末位随 CPU 的求和顺序不同")

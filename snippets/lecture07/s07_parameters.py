@@ -6,7 +6,8 @@
 """
 
 from transformer_book.book import Claim, Table, Value
-from transformer_book.depth_study import block_parameter_breakdown, block_parameter_formula, gpt2_small_breakdown
+from transformer_book.lecture07.depth import block_parameter_breakdown, gpt2_small_breakdown
+from transformer_book.transformer import block_parameters
 
 WIDTHS = [64, 128, 768]
 PARTS = {"attention": "注意力", "ffn": "前馈网络", "layer_norms": "两个层归一化", "total": "整个块（数出）"}
@@ -15,9 +16,9 @@ PARTS = {"attention": "注意力", "ffn": "前馈网络", "layer_norms": "两个
 def compute():
     rows, every_part = [], True
     for d in WIDTHS:
-        counted, formula = block_parameter_breakdown(d), block_parameter_formula(d)
+        counted, formula = block_parameter_breakdown(d), block_parameters(d)
         every_part = every_part and counted == formula  # 各部分逐一与公式核对
-        rows.append([d, *[counted[p] for p in PARTS], formula["total"], counted["total"] == formula["total"]])
+        rows.append([d, *[getattr(counted, p) for p in PARTS], formula.total, counted.total == formula.total])
     per_block = Table(
         columns=["$d$", *PARTS.values(), "公式 $12d^2+13d$", "一致"],
         rows=[[*r[:-1], "是" if r[-1] else "否"] for r in rows],
@@ -34,7 +35,7 @@ def compute():
         rows=[*[[names[p], gpt2[p], share[p]] for p in parts], ["合计", gpt2["total"], 1.0]],
         formats=["", ",d", ".2%"],
     )
-    ffn_share = block_parameter_formula(768)["ffn"] / block_parameter_formula(768)["total"]
+    ffn_share = block_parameters(768).ffn / block_parameters(768).total
     return {
         "per_block": per_block,
         "gpt2": gpt2_table,

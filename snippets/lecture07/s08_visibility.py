@@ -31,7 +31,7 @@ def lm_row(name, causal, idx):
     torch.manual_seed(0)  # 两个模型的参数完全相同，只差掩码
     model = TransformerLM(vocab_size=VOCAB, causal=causal, **CONFIG).eval()
     with torch.no_grad():
-        logits, attention = model(idx, return_attention=True)
+        logits, attention = model.forward_with_attention(idx)
         change = first_position_change(logits, model(change_at(idx, T - 1)))
     future_weight = float(attention[0][0, :, 0, 1:].sum(-1).mean())  # 第 1 层，位置 0 分给位置 1…T−1 的权重，各头平均
     return [name, "最后一个词元", future_weight, change]

@@ -28,7 +28,7 @@ def compute():
     follows = tied.tok_emb.weight[0, 0].item() == 1.0
 
     V, d, N, L = GPT2["vocab_size"], GPT2["d_model"], GPT2["n_layers"], GPT2["max_len"]
-    gpt2_tied = V * d + L * d + N * block_parameters(d) + 2 * d
+    gpt2_tied = V * d + L * d + N * block_parameters(d).total + 2 * d
     gpt2_vd = V * d
     rows = [
         ["小模型（V = 30，d = 64，2 层）：真实模块", "是" if same_tensor else "否",

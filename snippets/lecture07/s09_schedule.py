@@ -1,6 +1,6 @@
 """第 9 节：学习率预热（warm-up）+ 余弦退火（cosine decay），即 ``warmup_cosine``。
 
-超参数就是第 11 节训练迷你 GPT 的设置（``transformer_book.experiments`` 的 ``TRAIN_CONFIG`` 与
+超参数就是第 11 节训练迷你 GPT 的设置（``transformer_book.lecture07.experiments`` 的 ``TRAIN_CONFIG`` 与
 ``N_TRAIN``）：峰值 3×10⁻³，预热 200 步，最小学习率 0；20,000 个训练句子、每批 64 句、8 轮，
 总步数 = 8 × ⌈20000 / 64⌉。作为对照，画出原论文的“预热后按 1/√step 衰减”，缩放到同一个峰值：
 lr = 峰值 × min(step / 预热步数, √(预热步数 / step))。
@@ -9,8 +9,8 @@ lr = 峰值 × min(step / 预热步数, √(预热步数 / step))。
 import math
 
 from transformer_book.book import Figure, Value
-from transformer_book.experiments import N_TRAIN
-from transformer_book.experiments import TRAIN_CONFIG as CONFIG
+from transformer_book.lecture07.experiments import N_TRAIN
+from transformer_book.lecture07.experiments import TRAIN_CONFIG as CONFIG
 from transformer_book.plotting import new_figure
 from transformer_book.transformer import warmup_cosine
 
@@ -22,10 +22,10 @@ def inverse_sqrt(step, *, warmup_steps, max_lr):
 
 def compute():
     total = CONFIG.epochs * math.ceil(N_TRAIN / CONFIG.batch_size)
-    warm, peak = CONFIG.warmup_steps, CONFIG.max_lr
+    warm, peak = CONFIG.optim.warmup_steps, CONFIG.optim.lr
 
     def lr(step):
-        return warmup_cosine(step, warmup_steps=warm, total_steps=total, max_lr=peak, min_lr=CONFIG.min_lr)
+        return warmup_cosine(step, warmup_steps=warm, total_steps=total, max_lr=peak, min_lr=CONFIG.optim.min_lr)
 
     steps = sorted(set(range(0, total + 1, 8)) | {warm, total})
     fig, ax = new_figure(width=6.4, height=3.4)

@@ -1,12 +1,12 @@
 """第 10.1 节：一层 Transformer 的计算量里，注意力矩阵（QKᵀ 与 AV）占多少。
 
-d = 768（GPT-2 small 的宽度），n 从 128 翻倍到 65536。公式见 ``transformer_book.flops``：
+d = 768（GPT-2 small 的宽度），n 从 128 翻倍到 65536。公式见 ``transformer_book.cost``：
 投影 4nd² + 前馈 8nd² + 注意力矩阵 2n²d（乘加次数）。公式与我们的 TransformerBlock 实际执行的
 矩阵乘法一致，由 tests/test_lecture07_s08_s15.py 用 PyTorch 的 FlopCounterMode 逐项核对。
 """
 
 from transformer_book.book import Claim, Figure, Table, Value
-from transformer_book.flops import attention_share, crossover_length, layer_flops, score_matrix_bytes
+from transformer_book.cost import attention_share, crossover_length, layer_flops, score_matrix_bytes
 from transformer_book.plotting import new_figure
 
 D = 768

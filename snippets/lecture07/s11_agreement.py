@@ -4,18 +4,19 @@
 训练语料最多 3 个修饰语：4 个及以上的句子比训练时见过的任何句子都长。
 """
 
-from transformer_book.agreement import agreement_table
+from transformer_book.lecture07.agreement import agreement_table
+from transformer_book.checkpoint import unpack
 from transformer_book.book import Claim, Table, Value, artifact
-from transformer_book.experiments import (AGREEMENT_COUNTS, AGREEMENT_SEED, N_AGREEMENT, TRAIN_MAX_MODIFIERS,
-                                          load_toy_data, restore)
+from transformer_book.lecture07.experiments import (AGREEMENT_COUNTS, AGREEMENT_SEED, N_AGREEMENT, TRAIN_MAX_MODIFIERS,
+                                          load_toy_data)
 
 REQUIRES = ["lecture07/s11_train"]
 
 
 def compute():
     vocab = load_toy_data().vocab
-    gpt = restore(artifact("lecture07/s11_train", "gpt"))
-    rnn = restore(artifact("lecture07/s11_train", "rnn"))
+    gpt = unpack(artifact("lecture07/s11_train", "gpt"))
+    rnn = unpack(artifact("lecture07/s11_train", "rnn"))
     kwargs = dict(n=N_AGREEMENT, seed=AGREEMENT_SEED)
     gpt_rows = agreement_table(gpt, vocab, AGREEMENT_COUNTS, **kwargs)
     rnn_rows = agreement_table(rnn, vocab, AGREEMENT_COUNTS, **kwargs)

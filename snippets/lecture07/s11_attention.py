@@ -7,10 +7,11 @@
 import numpy as np
 
 from transformer_book import toy_language as tl
-from transformer_book.agreement import attention_to_subject, verb_position_attention
+from transformer_book.lecture07.agreement import attention_to_subject, verb_position_attention
+from transformer_book.checkpoint import unpack
 from transformer_book.book import Claim, Figure, Table, Value, artifact
-from transformer_book.experiments import (AGREEMENT_SEED, ATTENTION_MODIFIERS, N_AGREEMENT, attention_by_kinds,
-                                          first_item_with_kinds, head_label, load_toy_data, restore)
+from transformer_book.lecture07.experiments import (AGREEMENT_SEED, ATTENTION_MODIFIERS, N_AGREEMENT, attention_by_kinds,
+                                          first_item_with_kinds, head_label, load_toy_data)
 from transformer_book.plotting import new_figure
 
 REQUIRES = ["lecture07/s11_train"]
@@ -19,7 +20,7 @@ EXAMPLES = {"pp": ("pp", "pp"), "rc": ("rc", "rc")}  # 例句 1：两个介词�
 
 def compute():
     vocab = load_toy_data().vocab
-    gpt = restore(artifact("lecture07/s11_train", "gpt"))
+    gpt = unpack(artifact("lecture07/s11_train", "gpt"))
     items = tl.agreement_test_set(ATTENTION_MODIFIERS, N_AGREEMENT, seed=AGREEMENT_SEED)
     summary = attention_to_subject(gpt, items, vocab)
     per_item = verb_position_attention(gpt, items, vocab)  # 每题 (L, h, T_i)

@@ -7,7 +7,7 @@ from collections import Counter
 
 from transformer_book import toy_language as tl
 from transformer_book.book import Table, Value
-from transformer_book.experiments import load_toy_data
+from transformer_book.lecture07.experiments import load_toy_data
 
 N_EXAMPLES = 6
 

@@ -7,7 +7,7 @@
 
 from transformer_book import toy_language as tl
 from transformer_book.book import Artifact, Claim, Figure, Table, Value
-from transformer_book.experiments import GPT_SPEC, RNN_SPEC, TRAIN_CONFIG, load_toy_data, package, train
+from transformer_book.lecture07.experiments import GPT_SPEC, RNN_SPEC, TRAIN_CONFIG, load_toy_data, package, train
 from transformer_book.plotting import new_figure
 
 BUDGET_SECONDS = 90
@@ -69,6 +69,6 @@ def compute():
 
         "floor_test": Value(floor_test, ".3f"),
         "floor_dev": Value(floor_dev, ".3f"),
-        "gpt": Artifact(package(GPT_SPEC, gpt, len(data.vocab))),
-        "rnn": Artifact(package(RNN_SPEC, rnn, len(data.vocab))),
+        "gpt": Artifact(package(GPT_SPEC, gpt)),
+        "rnn": Artifact(package(RNN_SPEC, rnn)),
     }

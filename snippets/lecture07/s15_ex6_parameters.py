@@ -11,7 +11,7 @@ V, D, N_LAYERS = 32_000, 4096, 32
 
 
 def compute():
-    per_block = block_parameters(D)
+    per_block = block_parameters(D).total
     blocks = N_LAYERS * per_block
     embedding = V * D
     total = blocks + 2 * embedding

@@ -1,10 +1,10 @@
 """第 15 节练习 7：d = 4096 时，注意力矩阵从多长开始超过线性层；128K 上下文时它占多少。
 
-用第 10.1 节的计数约定（``transformer_book.flops``）。
+用第 10.1 节的计数约定（``transformer_book.cost``）。
 """
 
 from transformer_book.book import Claim, Value
-from transformer_book.flops import attention_share, crossover_length
+from transformer_book.cost import attention_share, crossover_length
 
 D, CONTEXT = 4096, 131_072
 

@@ -39,7 +39,11 @@ class RNNLM(nn.Module):
     def __init__(self, *, vocab_size: int, d_model: int = 64, n_layers: int = 1, tie_weights: bool = True,
                  dropout: float = 0.0) -> None:
         super().__init__()
+        # 构造参数原样留下：保存训练好的模型时与参数一起存，恢复时原样传回（transformer_book.checkpoint）
+        self.init_kwargs = dict(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, tie_weights=tie_weights,
+                                dropout=dropout)
         self.vocab_size, self.d_model, self.n_layers = vocab_size, d_model, n_layers
+
         self.embed = nn.Embedding(vocab_size, d_model)
         self.drop = nn.Dropout(dropout)
         # PyTorch 的 LSTM 每个门有两份偏置（b_ih 和 b_hh），参数个数 = 4d(d_in + d) + 8d。

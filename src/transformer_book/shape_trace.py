@@ -83,6 +83,17 @@ def trace_ops(fn: Callable[[], Any], names: Sequence[str] | None = None,
     return result, recorder.ops
 
 
+# 这些“运算”不产生新的张量形状，不进形状表
+NOT_SHAPE_STEPS = frozenset({"size", "dim", "__get__", "__set__", "__setstate__", "requires_grad_"})
+
+
+def trace_module(module: nn.Module, *args: Any, **kwargs: Any) -> tuple[Any, list[TracedOp]]:
+    """不求梯度地运行 ``module(*args, **kwargs)``，返回（输出, 每个产生新形状的张量运算）：形状表用它。"""
+    with torch.no_grad():
+        out, ops = trace_ops(lambda: module(*args, **kwargs))
+    return out, [op for op in ops if op.name not in NOT_SHAPE_STEPS]
+
+
 def symbolic_shape(shape: Sequence[int], symbols: dict[int, str], brackets: str = "[]") -> str:
     """把具体形状写成记号，如 ``(2, 16, 128)`` 与 ``{2: "B", 16: "T", 128: "D"}`` → ``"[B, T, D]"``。
 

@@ -4,7 +4,8 @@
 
 缩放点积注意力 → 多头注意力 → 位置编码（正弦 / 可学习 / RoPE / 无）→ 前馈网络 → Transformer 块
 → 语言模型 ``TransformerLM``（解码器；``causal=False`` 时是编码器）→ 编码器—解码器 ``EncoderDecoder``
-→ 生成 ``generate``（含 KV 缓存）→ 学习率 ``warmup_cosine`` → 参数计数。
+→ 生成：一步的抽样规则 ``next_token_distribution``、``generate``（含 KV 缓存）→ 学习率 ``warmup_cosine``
+→ 参数计数。
 
 形状记号（全文件通用）::
 
@@ -22,6 +23,7 @@
 """
 
 import math
+from typing import NamedTuple
 
 import torch
 import torch.nn as nn
@@ -286,20 +288,17 @@ class TransformerBlock(nn.Module):
     norm : {"pre", "post"}
         ``"pre"``：x + F(LN(x))（GPT-2 及以后的大多数模型，本书默认）；
         ``"post"``：LN(x + F(x))（原始 Transformer，2017）。
-    residual : bool
-        False 时去掉所有残差连接（第 7.1 节“秩坍缩”实验用），子层输出直接替换主干。
     cross_attention : bool
         True 时在自注意力与前馈之间加一个交叉注意力子层（编码器—解码器里的解码器块）。
     attn_impl : {"manual", "sdpa"}
         见 ``MultiHeadAttention``。
     """
 
-    def __init__(self, *, d_model, n_heads, dropout=0.0, norm="pre", residual=True,
-                 cross_attention=False, attn_impl="manual"):
+    def __init__(self, *, d_model, n_heads, dropout=0.0, norm="pre", cross_attention=False, attn_impl="manual"):
         super().__init__()
         if norm not in ("pre", "post"):
             raise ValueError(f'norm 只能是 "pre" 或 "post"，收到 {norm!r}')
-        self.norm, self.residual = norm, residual
+        self.norm = norm
         # 层归一化：ε = 1e-5（PyTorch 与 GPT-2 的默认值）；方差用有偏估计（除以 d 而非 d−1），与第 7.2 节公式一致
         self.ln1 = nn.LayerNorm(d_model, eps=1e-5)
         self.attn = MultiHeadAttention(d_model=d_model, n_heads=n_heads, dropout=dropout, attn_impl=attn_impl)
@@ -315,8 +314,7 @@ class TransformerBlock(nn.Module):
 
     def _add(self, x, y, ln):
         """把子层输出 y 接回主干 x：Pre-LN 直接相加；Post-LN 相加之后再归一化。"""
-        y = self.drop(y)
-        x = x + y if self.residual else y
+        x = x + self.drop(y)
         return x if self.norm == "pre" else ln(x)
 
     def forward(self, x, *, mask=None, rope=None, kv_cache=None, memory=None, memory_mask=None,
@@ -328,8 +326,8 @@ class TransformerBlock(nn.Module):
         x : Tensor (B, T, d)
         mask, rope, kv_cache, need_weights :
             自注意力的参数，见 ``MultiHeadAttention.forward``。
-        memory : Tensor (B, S, d)，可选
-            编码器输出，供交叉注意力使用。
+        memory : Tensor (B, S, d)
+            编码器输出，供交叉注意力使用：有交叉注意力的块必须给，没有的块不能给。
         memory_mask : BoolTensor，可广播到 (B, h, T, S)，可选
             交叉注意力的掩码（通常只屏蔽源句的填充位置）。
 
@@ -338,6 +336,9 @@ class TransformerBlock(nn.Module):
         x : Tensor (B, T, d)
         self_weights, cross_weights : Tensor (B, h, T, T_k) 与 (B, h, T, S)，或 None
         """
+        if (memory is None) != (self.cross_attn is None):
+            raise ValueError("带交叉注意力的块需要 memory（编码器的输出）" if memory is None
+                             else "这个块没有交叉注意力子层，不能接收 memory")
         pre = self.norm == "pre"  # Pre-LN：子层读 LN(x)，结果加回 x；Post-LN：子层读 x，相加之后再 LN
         a, self_weights = self.attn(self.ln1(x) if pre else x, mask=mask, rope=rope, kv_cache=kv_cache,
                                     need_weights=need_weights)
@@ -377,8 +378,6 @@ class TransformerLM(nn.Module):
         输出层与词嵌入共用同一个矩阵（同一个 Parameter 对象）。
     dropout : float
         嵌入之后、注意力权重、每个子层输出上的 dropout 概率。
-    residual : bool
-        False 时所有块都去掉残差连接（坍缩实验）。
     cross_attention : bool
         True 时每个块带交叉注意力子层（``EncoderDecoder`` 的解码器用）。
     attn_impl : {"manual", "sdpa"}
@@ -386,9 +385,12 @@ class TransformerLM(nn.Module):
     """
 
     def __init__(self, *, vocab_size, d_model, n_heads, n_layers, max_len, pos="learned", causal=True,
-                 norm="pre", tie_weights=True, dropout=0.0, residual=True, cross_attention=False,
-                 attn_impl="manual"):
+                 norm="pre", tie_weights=True, dropout=0.0, cross_attention=False, attn_impl="manual"):
         super().__init__()
+        # 构造参数原样留下：保存训练好的模型时与参数一起存，恢复时原样传回（transformer_book.checkpoint）
+        self.init_kwargs = dict(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
+                                max_len=max_len, pos=pos, causal=causal, norm=norm, tie_weights=tie_weights,
+                                dropout=dropout, cross_attention=cross_attention, attn_impl=attn_impl)
         if pos not in ("learned", "sinusoidal", "rope", "none"):
             raise ValueError(f'pos 只能是 "learned"、"sinusoidal"、"rope" 或 "none"，收到 {pos!r}')
         self.max_len, self.pos, self.causal, self.d_model = max_len, pos, causal, d_model
@@ -406,7 +408,7 @@ class TransformerLM(nn.Module):
             self.register_buffer("causal_mask", causal_mask, persistent=False)  # (L_max, L_max)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
-            TransformerBlock(d_model=d_model, n_heads=n_heads, dropout=dropout, norm=norm, residual=residual,
+            TransformerBlock(d_model=d_model, n_heads=n_heads, dropout=dropout, norm=norm,
                              cross_attention=cross_attention, attn_impl=attn_impl)
             for _ in range(n_layers)
         )
@@ -489,25 +491,32 @@ class TransformerLM(nn.Module):
             cross_weights += [cw] if cw is not None else []
         return self.ln_f(x), self_weights, cross_weights
 
-    def forward(self, idx, pad_mask=None, *, kv_cache=None, return_attention=False):
+    def forward(self, idx, pad_mask=None, *, kv_cache=None):
         """计算每个位置上下一个词元的打分。
 
         Parameters
         ----------
         idx, pad_mask, kv_cache :
             见 ``features``；``pad_mask`` 中 ``True`` = 真实词元，``False`` = 填充。
-        return_attention : bool
-            True 时同时返回每层每个头的注意力权重（强制走可读的注意力路径）。
 
         Returns
         -------
         logits : Tensor (B, T, V)
-        attention : list[Tensor]，仅当 ``return_attention=True``
-            每层一个 (B, h, T, T_k)，``attention[layer][b, head, t]`` 是位置 t 分给各位置的权重。
         """
-        h, weights, _ = self.features(idx, pad_mask, kv_cache=kv_cache, need_weights=return_attention)
-        logits = self.head(h)  # (B, T, V)
-        return (logits, weights) if return_attention else logits
+        h, _, _ = self.features(idx, pad_mask, kv_cache=kv_cache)
+        return self.head(h)  # (B, T, V)
+
+    def forward_with_attention(self, idx, pad_mask=None):
+        """同 ``forward``，另外返回每层每个头的注意力权重（总是走可读的注意力路径）。
+
+        Returns
+        -------
+        logits : Tensor (B, T, V)
+        attention : list[Tensor]
+            每层一个 (B, h, T, T)，``attention[layer][b, head, t]`` 是位置 t 分给各位置的权重。
+        """
+        h, weights, _ = self.features(idx, pad_mask, need_weights=True)
+        return self.head(h), weights  # (B, T, V)，每层 (B, h, T, T)
 
 
 class EncoderDecoder(nn.Module):
@@ -539,7 +548,7 @@ class EncoderDecoder(nn.Module):
         self.decoder = TransformerLM(vocab_size=tgt_vocab, causal=True, tie_weights=tie_weights,
                                      cross_attention=True, **common)
 
-    def forward(self, src, tgt, src_pad_mask=None, tgt_pad_mask=None, *, return_attention=False):
+    def forward(self, src, tgt, src_pad_mask=None, tgt_pad_mask=None):
         """Teacher forcing 下的目标句打分。
 
         Parameters
@@ -548,51 +557,61 @@ class EncoderDecoder(nn.Module):
             源句与目标句（右移后的输入）。
         src_pad_mask, tgt_pad_mask : BoolTensor (B, S) 与 (B, T)，可选
             ``True`` = 真实词元。源句的填充在编码器自注意力与解码器交叉注意力里都被屏蔽。
-        return_attention : bool
-            True 时同时返回注意力权重。
 
         Returns
         -------
         logits : Tensor (B, T, V_tgt)
-        attention : dict，仅当 ``return_attention=True``
-            ``{"encoder": [...], "decoder": [...], "cross": [...]}``，每层一个
-            (B, h, S, S)、(B, h, T, T)、(B, h, T, S)。
         """
-        need = return_attention
-        memory, enc_w, _ = self.encoder.features(src, src_pad_mask, need_weights=need)  # (B, S, d)
-        h, dec_w, cross_w = self.decoder.features(tgt, tgt_pad_mask, memory=memory,
-                                                  memory_pad_mask=src_pad_mask, need_weights=need)  # (B, T, d)
-        logits = self.decoder.head(h)  # (B, T, V_tgt)
-        if return_attention:
-            return logits, {"encoder": enc_w, "decoder": dec_w, "cross": cross_w}
-        return logits
+        return self.forward_with_attention(src, tgt, src_pad_mask, tgt_pad_mask, need_weights=False)[0]
+
+    def forward_with_attention(self, src, tgt, src_pad_mask=None, tgt_pad_mask=None, *, need_weights=True):
+        """同 ``forward``，另外返回注意力权重 ``{"encoder": [...], "decoder": [...], "cross": [...]}``：
+        每层一个 (B, h, S, S)、(B, h, T, T)、(B, h, T, S)（``need_weights=False`` 时都是空列表）。"""
+        memory, enc_w, _ = self.encoder.features(src, src_pad_mask, need_weights=need_weights)  # (B, S, d)
+        h, dec_w, cross_w = self.decoder.features(tgt, tgt_pad_mask, memory=memory, memory_pad_mask=src_pad_mask,
+                                                  need_weights=need_weights)  # (B, T, d)
+        return self.decoder.head(h), {"encoder": enc_w, "decoder": dec_w, "cross": cross_w}  # (B, T, V_tgt)
 
 
 # ---------- 5. 生成 ----------
 
 
-def _sample_next(logits, temperature, top_k, top_p, generator):
-    """从最后一个位置的打分 (B, V) 里选出下一个词元 (B, 1)。"""
-    if temperature == 0:  # 温度为 0 = 贪心解码
-        return logits.argmax(dim=-1, keepdim=True)
+def next_token_distribution(logits, *, temperature=1.0, top_k=None, top_p=None):
+    """一步解码真正用来抽样的分布：``generate`` 每一步都从它里面抽下一个词元。
+
+    书中讲解：第 20 章「并行训练，顺序生成」（解码策略）。
+
+    温度 0 是贪心：概率全部给打分最高的词元。否则先除以温度；top-k 只留打分最高的 k 个（k 超过词表时取
+    整个词表）；top-p（核采样）按概率从高到低累加，留下“累计概率刚好达到 p”的最小集合（概率最高的词总会留下）。
+
+    Parameters
+    ----------
+    logits : Tensor (..., V)
+        最后一个位置的原始打分。
+
+    Returns
+    -------
+    Tensor (..., V)
+        概率，被排除的词元为 0。
+    """
+    if temperature == 0:  # 贪心解码
+        return F.one_hot(logits.argmax(dim=-1), logits.size(-1)).to(logits.dtype)
     logits = logits / temperature
-    if top_k is not None:  # 只保留打分最高的 k 个（k 超过词表时取整个词表）
-        kth_best = torch.topk(logits, min(top_k, logits.size(-1)), dim=-1).values[:, -1:]  # (B, 1)
+    if top_k is not None:  # 只保留打分最高的 k 个
+        kth_best = torch.topk(logits, min(top_k, logits.size(-1)), dim=-1).values[..., -1:]  # (..., 1)
         logits = logits.masked_fill(logits < kth_best, float("-inf"))
     if top_p is not None:  # 核采样：保留累计概率刚好达到 p 的最小词集合
-        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (B, V)
+        sorted_logits, order = torch.sort(logits, dim=-1, descending=True)  # (..., V)
         probs = torch.softmax(sorted_logits, dim=-1)
         outside = probs.cumsum(dim=-1) - probs >= top_p  # 排在它前面的词已经凑够 p
-        outside[:, 0] = False  # 概率最高的词总会留下（top_p 很小时即为贪心）
+        outside[..., 0] = False  # 概率最高的词总会留下（top_p 很小时即为贪心）
         sorted_logits = sorted_logits.masked_fill(outside, float("-inf"))
         logits = torch.full_like(logits, float("-inf")).scatter(-1, order, sorted_logits)  # 还原词表顺序
-    probs = torch.softmax(logits, dim=-1)  # (B, V)
-    return torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
+    return torch.softmax(logits, dim=-1)  # (..., V)
 
 
-@torch.inference_mode()  # 比 no_grad 更省：生成时不需要任何自动求导的记账
 def generate(model, idx, max_new_tokens, *, temperature=1.0, top_k=None, top_p=None, generator=None,
-             use_cache=True, return_logits=False):
+             use_cache=True):
     """自回归地续写 ``max_new_tokens`` 个词元。
 
     书中讲解：第 20 章「并行训练，顺序生成」（解码策略与 KV 缓存）。
@@ -616,13 +635,24 @@ def generate(model, idx, max_new_tokens, *, temperature=1.0, top_k=None, top_p=N
         采样用的随机数发生器；给定种子即可复现。
     use_cache : bool
         是否使用 KV 缓存。
-    return_logits : bool
-        True 时同时返回每一步的原始打分（除以温度之前）。
 
     Returns
     -------
     idx : LongTensor (B, T + max_new_tokens)
-    logits : Tensor (B, max_new_tokens, V)，仅当 ``return_logits=True``
+    """
+    return generate_with_logits(model, idx, max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                                generator=generator, use_cache=use_cache)[0]
+
+
+@torch.inference_mode()  # 比 no_grad 更省：生成时不需要任何自动求导的记账
+def generate_with_logits(model, idx, max_new_tokens, *, temperature=1.0, top_k=None, top_p=None, generator=None,
+                         use_cache=True):
+    """同 ``generate``，另外返回每一步最后一个位置的原始打分（除以温度之前）。
+
+    Returns
+    -------
+    idx : LongTensor (B, T + max_new_tokens)
+    logits : Tensor (B, max_new_tokens, V)
     """
     if not model.causal:
         raise ValueError("generate 需要因果模型（causal=True）；编码器能看到右边，不能逐词生成")
@@ -640,13 +670,15 @@ def generate(model, idx, max_new_tokens, *, temperature=1.0, top_k=None, top_p=N
                 logits = model(idx[:, -model.max_len:], kv_cache=cache)  # (B, T, V)
             logits = logits[:, -1, :]  # (B, V)
             step_logits.append(logits)
-            next_id = _sample_next(logits, temperature, top_k, top_p, generator)  # (B, 1)
+            if temperature == 0:  # 贪心：直接取打分最高的词元，不抽样
+                next_id = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
+            else:
+                probs = next_token_distribution(logits, temperature=temperature, top_k=top_k, top_p=top_p)  # (B, V)
+                next_id = torch.multinomial(probs, num_samples=1, generator=generator)  # (B, 1)
             idx = torch.cat([idx, next_id], dim=1)  # (B, T + 1)
     finally:
         model.train(was_training)
-    if return_logits:
-        return idx, torch.stack(step_logits, dim=1)  # (B, max_new_tokens, V)
-    return idx
+    return idx, torch.stack(step_logits, dim=1)  # (B, max_new_tokens, V)
 
 
 # ---------- 6. 训练与参数量 ----------
@@ -699,8 +731,17 @@ def count_parameters(module):
     return sum(p.numel() for p in unique.values())
 
 
+class BlockParameters(NamedTuple):
+    """一个块的参数个数，按部分：注意力、前馈网络、两个层归一化，以及合计。"""
+
+    attention: int
+    ffn: int
+    layer_norms: int
+    total: int
+
+
 def block_parameters(d):
-    """一个 Transformer 块（含偏置，不含交叉注意力）的参数个数：12d² + 13d。
+    """一个 Transformer 块（含偏置，不含交叉注意力）的参数个数：合计 12d² + 13d。
 
     书中讲解：第 7 讲第 7.5 节。
 
@@ -714,6 +755,8 @@ def block_parameters(d):
 
     Returns
     -------
-    int
+    BlockParameters
     """
-    return 12 * d * d + 13 * d
+    attention, ffn, layer_norms = 4 * d * d + 4 * d, 8 * d * d + 5 * d, 4 * d
+    return BlockParameters(attention, ffn, layer_norms, attention + ffn + layer_norms)
+

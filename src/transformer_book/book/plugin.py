@@ -205,7 +205,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             raise pages.PageRefError(ref.where, f"unknown snippet {ref.snippet!r} (snippets: {known})")
         if ref.kind == "source":
             shown.add(ref.snippet)
-            return self.renderer.source(st.snippet.path)
+            return self.renderer.source(st.snippet.path, self._helpers(ref.snippet))
         if st.status == "skipped":
             return self.renderer.placeholder(ref)
         if st.error is not None:
@@ -218,8 +218,19 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         body = self.renderer.result(ref, result)
         if ref.kind in ("table", "figure", "block") and ref.snippet not in explicit and ref.snippet not in shown:
             shown.add(ref.snippet)
-            body += "\n" + self.renderer.source(st.snippet.path)
+            body += "\n" + self.renderer.source(st.snippet.path, self._helpers(ref.snippet))
         return body
+
+    def _helpers(self, sid: str) -> tuple[Path, ...]:
+        """The helper modules (``_*.py`` beside the snippet) that the snippet imported when it ran."""
+        assert self.state is not None
+        entry = self.state.entries.get(sid)
+        folder = self.state.snippets[sid].snippet.path.parent
+        if entry is None:
+            return ()
+        found = [self.project_root / rel for rel in entry.deps]
+        return tuple(p for p in found if p.parent == folder and p.name.startswith("_") and p.suffix == ".py")
+
 
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
         if page.file.src_uri.endswith(".ipynb"):

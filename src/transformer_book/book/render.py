@@ -113,14 +113,26 @@ class Renderer:
             return f"⟨{ref.snippet}:{ref.key}⟩"
         return f'!!! note "未执行"\n\n    这里是 `{ref.snippet}:{ref.key}`（{why}）。\n'
 
-    def source(self, path: Path) -> str:
-        """The snippet's code as a collapsible listing, without runner boilerplate."""
+    def source(self, path: Path, helpers: tuple[Path, ...] = ()) -> str:
+        """The snippet's code as a collapsible listing, without runner boilerplate; then the helper modules
+        beside it that it imported (``_*.py``), so the fold shows everything that is not the library."""
         root = self.project_root
-        rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
-        code = shown_source(path.read_text(encoding="utf-8"))
-        fence = "````" if "```" in code else "```"
-        body = "\n".join(("    " + line) if line else "" for line in code.split("\n"))
-        return f'??? example "生成它的代码：`{rel}`"\n\n    {fence}python linenums="1"\n{body}\n    {fence}\n'
+
+        def rel(p: Path) -> str:
+            return p.relative_to(root).as_posix() if p.is_relative_to(root) else p.name
+
+        def listing(p: Path) -> str:
+            code = shown_source(p.read_text(encoding="utf-8"))
+            fence = "````" if "```" in code else "```"
+            body = "\n".join(("    " + line) if line else "" for line in code.split("\n"))
+            return f"    {fence}python linenums=\"1\"\n{body}\n    {fence}\n"
+
+        title = f"生成它的代码：`{rel(path)}`" + "".join(f"（及 `{h.name}`）" for h in helpers)
+        out = f'??? example "{title}"\n\n' + listing(path)
+        for h in helpers:
+            out += f"\n    它导入的 `{rel(h)}`：\n\n" + listing(h)
+        return out
+
 
 
 def shown_source(code: str) -> str:

@@ -246,8 +246,13 @@ def _compile_from_source(task: Task) -> None:
 
 
 def _run_script(task: Task, path: Path, out: Outcome) -> tuple[dict[str, Any], list[str]]:
-    """Import a snippet file and call its compute(); returns the results and its DATA_FILES."""
+    """Import a snippet file and call its compute(); returns the results and its DATA_FILES.
+
+    Like ``python snippet.py``, the snippet's folder comes first on ``sys.path``: a snippet can import a
+    helper module that sits beside it (files beginning with ``_`` are helpers, not snippets)."""
+    sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(f"book_snippet_{task.snippet.replace('/', '_')}", path)
+
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)

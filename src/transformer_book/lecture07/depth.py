@@ -6,12 +6,16 @@
 - 初始化时的“坍缩程度”：最后一个块输出的隐藏状态里，同一序列不同位置的向量两两之间的平均余弦相似度
   （:func:`mean_pairwise_cosine`）。1 表示所有位置的向量方向完全相同。另给一个不受“公共偏移”影响的量：
   相对离散度 ‖H − 1·h̄ᵀ‖ / ‖H‖（Dong 等 2021 的 res(H)，h̄ 是各位置的平均向量），0 表示所有位置完全相同。
-- 训练：AdamW，固定学习率，不预热；记录前 50 步与最后 50 步的平均损失，以及训练后在新序列上的准确率。
+- 去掉残差的块不是参考实现的一个选项，而是在这里用组合搭出来的（:class:`NoResidualBlock`）：
+  它与 Pre-LN 块的子模块、初始化完全相同，只是子层的输出直接替换主干，不再加回去。
+- 训练走全书共用的 :func:`transformer_book.training.fit`：AdamW，固定学习率，不预热；记录前 50 步与
+  最后 50 步的平均损失，以及训练后在新序列上的准确率。
 
 **层归一化（第 7.2 节）。** :func:`layer_norm_by_hand` 按公式一步一步算。
 
-**参数量（第 7.5 节）。** :func:`block_parameter_breakdown` 数出一个真实块里各部分的参数；
-:func:`gpt2_small_breakdown` 在 ``meta`` 设备上搭一个 GPT-2 small 大小的模型（不分配内存）再数。
+**参数量（第 7.5 节）。** :func:`block_parameter_breakdown` 数出一个真实块里各部分的参数（公式是
+:func:`transformer_book.transformer.block_parameters`）；:func:`gpt2_small_breakdown` 在 ``meta`` 设备上
+搭一个 GPT-2 small 大小的模型（不分配内存）再数。
 
 形状记号：B 批量大小，T 序列长度，d 模型宽度，V 词表大小。
 """
@@ -23,17 +27,33 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from transformer_book.transformer import TransformerBlock, TransformerLM, count_parameters
+from transformer_book.training import OptimConfig, fit
+from transformer_book.transformer import BlockParameters, TransformerBlock, TransformerLM, count_parameters
 
 # ---------------------------------------------------------------------------
 # 7.1 残差、层归一化与深度
 # ---------------------------------------------------------------------------
 
-VARIANTS = {  # 名字 → TransformerLM 的 norm / residual 参数
-    "pre": dict(norm="pre", residual=True),
-    "post": dict(norm="post", residual=True),
-    "pre_no_residual": dict(norm="pre", residual=False),
+VARIANTS = {  # 名字 → (块的写法, 是否保留残差)
+    "pre": ("pre", True),
+    "post": ("post", True),
+    "pre_no_residual": ("pre", False),
 }
+
+
+class NoResidualBlock(TransformerBlock):
+    """Pre-LN 块去掉两条残差：x ← Attn(LN(x))，x ← FFN(LN(x))，子层的输出直接替换主干。
+
+    只为第 7.1 节的坍缩实验而有。子模块与 :class:`TransformerBlock` 完全相同，所以能原样读入一个
+    Pre-LN 块的参数（见 :func:`build_model`）。
+    """
+
+    def forward(self, x, *, mask=None, rope=None, kv_cache=None, memory=None, memory_mask=None,
+                need_weights=False):
+        a, weights = self.attn(self.ln1(x), mask=mask, rope=rope, kv_cache=kv_cache, need_weights=need_weights)
+        x = self.drop(a)  # (B, T, d)：没有 “x +”
+        x = self.drop(self.ffn(self.ln2(x)))  # (B, T, d)
+        return x, weights, None
 
 
 @dataclass(frozen=True)
@@ -76,13 +96,20 @@ def make_batch(batch_size, config, generator):
 def build_model(variant, config, seed):
     """按 ``VARIANTS[variant]`` 搭一个 TransformerLM（GPT-2 初始化，由 ``seed`` 决定）。
 
-    这里不需要注意力权重，所以用 PyTorch 的融合注意力（``attn_impl="sdpa"``）省时间；
-    它与可读路径只差浮点误差。
+    去掉残差的变体先照常搭一个 Pre-LN 的模型（初始化与有残差时逐位相同），再把每个块换成读入了
+    同样参数的 :class:`NoResidualBlock`。这里不需要注意力权重，所以用 PyTorch 的融合注意力
+    （``attn_impl="sdpa"``）省时间；它与可读路径只差浮点误差。
     """
+    norm, residual = VARIANTS[variant]
     torch.manual_seed(seed)
-    return TransformerLM(vocab_size=config.vocab_size, d_model=config.d_model, n_heads=config.n_heads,
-                         n_layers=config.n_layers, max_len=config.seq_len, attn_impl="sdpa",
-                         **VARIANTS[variant])
+    model = TransformerLM(vocab_size=config.vocab_size, d_model=config.d_model, n_heads=config.n_heads,
+                          n_layers=config.n_layers, max_len=config.seq_len, attn_impl="sdpa", norm=norm)
+    if not residual:
+        for i, block in enumerate(model.blocks):
+            plain = NoResidualBlock(d_model=config.d_model, n_heads=config.n_heads, attn_impl="sdpa")
+            plain.load_state_dict(block.state_dict())
+            model.blocks[i] = plain
+    return model
 
 
 def mean_pairwise_cosine(h):
@@ -181,15 +208,14 @@ def train_depth_variant(variant, config=DepthConfig(), seed=0):
     by_layer = [mean_pairwise_cosine(h) for h in states]
     model.train()
     data = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0, foreach=True)
     losses = []
-    for _ in range(config.steps):
+
+    def step_loss(step):
         tokens, targets = make_batch(config.batch_size, config, data)
-        loss, _ = _loss_and_logits(model, tokens, targets, config)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        losses.append(float(loss.detach()))
+        return _loss_and_logits(model, tokens, targets, config)[0]
+
+    fit(model, step_loss, config.steps, OptimConfig(lr=config.lr, schedule="constant"),
+        after_step=lambda step, loss: losses.append(float(loss)))
     model.eval()
     with torch.no_grad():
         _, logits = _loss_and_logits(model, eval_tokens, eval_targets, config)
@@ -242,27 +268,13 @@ def layer_norm_by_hand(x, gamma=None, beta=None, eps=1e-5):
 
 
 def block_parameter_breakdown(d, n_heads=None):
-    """数一个真实的 Pre-LN :class:`TransformerBlock` 里各部分的参数个数。
-
-    Returns
-    -------
-    dict
-        ``attention``（Q/K/V 与输出投影）、``ffn``、``layer_norms``（两个）、``total``。
-    """
+    """数一个真实的 Pre-LN :class:`TransformerBlock` 里各部分的参数个数（与公式
+    :func:`~transformer_book.transformer.block_parameters` 同样的四项）。"""
     with torch.device("meta"):  # 只数个数，不分配内存
         block = TransformerBlock(d_model=d, n_heads=n_heads or max(1, d // 64))
-    return {
-        "attention": count_parameters(block.attn),
-        "ffn": count_parameters(block.ffn),
-        "layer_norms": count_parameters(block.ln1) + count_parameters(block.ln2),
-        "total": count_parameters(block),
-    }
-
-
-def block_parameter_formula(d):
-    """第 7.5 节表里的公式：各部分与合计（注意力 4d²+4d，前馈 8d²+5d，两个层归一化 4d）。"""
-    parts = {"attention": 4 * d * d + 4 * d, "ffn": 8 * d * d + 5 * d, "layer_norms": 4 * d}
-    return {**parts, "total": sum(parts.values())}
+    return BlockParameters(attention=count_parameters(block.attn), ffn=count_parameters(block.ffn),
+                           layer_norms=count_parameters(block.ln1) + count_parameters(block.ln2),
+                           total=count_parameters(block))
 
 
 def gpt2_small_breakdown(vocab_size=50257, max_len=1024, d_model=768, n_layers=12, n_heads=12):

@@ -1,4 +1,4 @@
-"""第 7 讲第 6 节的实验：一个需要“同时看几个位置”的检索任务，以及多头注意力的形状追踪。
+"""第 7 讲第 6.1 节的实验：一个需要“同时看几个位置”的检索任务。
 
 **检索任务。** 随机词序列（词表 V 个词，均匀、独立地抽取），在每个位置 t 同时预测 x_{t−1}、x_{t−2}、
 x_{t−4}（偏移量可配置）。只有 t ≥ 最大偏移的位置参与损失和准确率，那里三个目标都存在。
@@ -9,8 +9,7 @@ x_{t−4}（偏移量可配置）。只有 t ≥ 最大偏移的位置参与损�
 特征向量。没有残差、前馈网络和层归一化：位置 t 上能用的信息只有注意力取回来的东西。
 总宽度 d 固定，头数 h 只决定怎样把 d 切成 h 份（d_h = d / h），所以参数量与 h 无关。
 
-**形状追踪。** :func:`trace_shapes` 在一次真实的前向计算中记下每个张量运算的输出形状
-（``torch.overrides.TorchFunctionMode``），书里的形状表由它生成，而不是手写。
+训练走全书共用的 :func:`transformer_book.training.fit`。
 
 形状记号：B 批量大小，T 序列长度，d 模型宽度，h 头数，d_h 每头宽度，V 词表大小，K 目标个数。
 """
@@ -23,8 +22,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_book import shape_trace
-from transformer_book.shape_trace import trace_ops
+from transformer_book.training import OptimConfig, fit
 from transformer_book.transformer import MultiHeadAttention, count_parameters
 
 # ---------------------------------------------------------------------------
@@ -100,13 +98,16 @@ class RetrievalModel(nn.Module):
         causal = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()  # True = 可以关注
         self.register_buffer("causal_mask", causal, persistent=False)
 
-    def forward(self, tokens, need_weights=False):
-        """tokens: (B, T) → logits (B, T, K, V)；``need_weights`` 时另返回注意力权重 (B, h, T, T)。"""
+    def forward(self, tokens):
+        """tokens: (B, T) → logits (B, T, K, V)。"""
+        return self.forward_with_attention(tokens, need_weights=False)[0]
+
+    def forward_with_attention(self, tokens, need_weights=True):
+        """tokens: (B, T) → (logits (B, T, K, V), 注意力权重 (B, h, T, T))。"""
         T = tokens.size(1)
         x = self.tok_emb(tokens) + self.pos_emb.weight[:T]  # (B, T, d)
         features, weights = self.attn(x, mask=self.causal_mask[:T, :T], need_weights=need_weights)  # (B, T, d)
-        logits = torch.stack([head(features) for head in self.readouts], dim=2)  # (B, T, K, V)
-        return (logits, weights) if need_weights else logits
+        return torch.stack([head(features) for head in self.readouts], dim=2), weights  # (B, T, K, V)
 
 
 def build_model(n_heads, config, seed):
@@ -144,7 +145,7 @@ def attention_by_offset(model, config, generator, max_offset=6):
     """
     model.eval()
     tokens, _ = make_batch(config.eval_sequences, config, generator)
-    _, weights = model(tokens, need_weights=True)  # (B, h, T, T)
+    _, weights = model.forward_with_attention(tokens)  # (B, h, T, T)
     model.train()
     t = torch.arange(max(config.offsets), config.seq_len)  # (T_v,)
     ks = torch.arange(max_offset + 1)
@@ -209,21 +210,20 @@ class RetrievalRun:
 def train_retrieval(n_heads, seed, config=RetrievalConfig()):
     """训练一个 h 头的模型并评估。数据、初始化都由 ``seed`` 决定。
 
-    损失是 K 个目标的交叉熵之和（对位置取平均）；AdamW，学习率从 ``config.lr`` 余弦衰减到 0。
+    损失是 K 个目标的交叉熵之和（对位置取平均）；AdamW，学习率从 ``config.lr`` 余弦衰减到 0，不预热，
+    不做权重衰减。
     """
     model = build_model(n_heads, config, seed)
     data = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=0.0)
-    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=config.steps)
-    loss = torch.tensor(float("nan"))
-    for _ in range(config.steps):
+    losses = []
+
+    def step_loss(step):
         tokens, targets = make_batch(config.batch_size, config, data)
         logits = _valid_logits(model, tokens, config)  # (B, T_v, K, V)
-        loss = F.cross_entropy(logits.reshape(-1, config.vocab_size), targets.reshape(-1)) * len(config.offsets)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        schedule.step()
+        return F.cross_entropy(logits.reshape(-1, config.vocab_size), targets.reshape(-1)) * len(config.offsets)
+
+    fit(model, step_loss, config.steps, OptimConfig(lr=config.lr), after_step=lambda step, loss: losses.append(loss))
+    loss = losses[-1]
     evaluation = torch.Generator().manual_seed(10_000 + seed)  # 评估数据与训练数据独立
     acc = accuracy(model, config, evaluation)
     profile = attention_by_offset(model, config, evaluation)
@@ -235,71 +235,3 @@ def train_retrieval(n_heads, seed, config=RetrievalConfig()):
 def retrieval_study(heads=(1, 2, 3, 6), seeds=(0, 1, 2), config=RetrievalConfig()):
     """对每个头数、每个种子训练一次，返回 ``{h: [RetrievalRun, …]}``。"""
     return {h: [train_retrieval(h, s, config) for s in seeds] for h in heads}
-
-
-# ---------------------------------------------------------------------------
-# 形状追踪与对照 nn.MultiheadAttention
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ShapeStep:
-    """一次张量运算：运算名与输出形状（输出是多个张量时是多个形状）。"""
-
-    op: str
-    shapes: tuple[tuple[int, ...], ...]
-
-
-# 这些“运算”不产生新的张量形状，不进形状表
-_NOT_SHAPE_STEPS = {"size", "dim", "__get__", "__set__", "__setstate__", "requires_grad_"}
-
-
-def trace_shapes(module, *args, **kwargs):
-    """运行 ``module(*args, **kwargs)``，返回 (输出, [ShapeStep, …])：前向中每个张量运算的输出形状。"""
-    with torch.no_grad():
-        out, ops = trace_ops(lambda: module(*args, **kwargs))
-    return out, [ShapeStep(op=op.name, shapes=op.shapes) for op in ops if op.name not in _NOT_SHAPE_STEPS]
-
-
-def symbolic_shape(shape, names):
-    """把具体尺寸换成符号：``symbolic_shape((2, 3, 5, 4), {2: "B", 3: "h", 5: "T", 4: "d_h"})`` → "(B, h, T, d_h)"。
-
-    ``names`` 里的尺寸必须两两不同，否则换不回去；没有名字的尺寸原样保留。
-    """
-    return shape_trace.symbolic_shape(shape, names, brackets="()")
-
-
-def to_torch_mha(ours):
-    """把我们的 :class:`MultiHeadAttention` 的权重复制进一个新的 ``nn.MultiheadAttention``（batch_first）。"""
-    d = ours.in_proj.in_features
-    theirs = nn.MultiheadAttention(d, ours.n_heads, bias=True, batch_first=True)
-    with torch.no_grad():
-        theirs.in_proj_weight.copy_(ours.in_proj.weight)
-        theirs.in_proj_bias.copy_(ours.in_proj.bias)
-        theirs.out_proj.weight.copy_(ours.out_proj.weight)
-        theirs.out_proj.bias.copy_(ours.out_proj.bias)
-    return theirs
-
-
-@torch.no_grad()
-def compare_with_torch_mha(ours, x, mask=None):
-    """同一输入下，我们的多头注意力与复制了权重的 ``nn.MultiheadAttention`` 的最大差异。
-
-    Parameters
-    ----------
-    ours : MultiHeadAttention
-    x : Tensor (B, T, d)
-    mask : BoolTensor (T, T)，可选
-        我们的约定：``True`` = 可以关注；传给 PyTorch 时取反（它的 ``True`` = 屏蔽）。
-
-    Returns
-    -------
-    output_diff, weights_diff : float
-        输出 (B, T, d) 与每个头的注意力权重 (B, h, T, T) 的最大绝对差。
-    """
-    ours.eval()
-    theirs = to_torch_mha(ours).eval()
-    out, weights = ours(x, mask=mask, need_weights=True)
-    ref_out, ref_weights = theirs(x, x, x, attn_mask=None if mask is None else ~mask,
-                                  need_weights=True, average_attn_weights=False)
-    return float((out - ref_out).abs().max()), float((weights - ref_weights).abs().max())

@@ -1,6 +1,6 @@
-"""一个 Transformer 层的计算量（第 7 讲第 10 节与练习 7）。
+"""注意力的代价：一层的计算量（第 7 讲第 10 节与练习 7）、分数矩阵与 KV 缓存的大小（第 20 章）。
 
-计数约定（与讲义第 10.1 节相同，第 10 节表中的占比正是按它算出的）：
+两部分书共用这里的公式。计数约定（第 7 讲第 10.1 节，第 10 节表中的占比正是按它算出的）：
 
 - 单位是**乘加运算**（multiply–accumulate）：一次乘法加一次加法记 1 次。乘一个 (a × b) 矩阵和一个
   (b × c) 矩阵记 a·b·c 次。换算成浮点运算次数（FLOPs）要乘 2；占比是两部分之比，不受影响。
@@ -79,9 +79,21 @@ def crossover_length(d: int) -> int:
     return 6 * d
 
 
-def score_matrix_bytes(n: int, *, bytes_per_entry: int = 4) -> int:
-    """一个头、一层的 n × n 打分矩阵占用的字节数（默认 float32，每个数 4 字节）。"""
-    return n * n * bytes_per_entry
+def score_matrix_entries(T: int, *, batch: int = 1, heads: int = 1, layers: int = 1) -> int:
+    """标准注意力的分数矩阵有多少个元素：每个样本、每层、每个头一张 T × T 的表。"""
+    if T < 0:
+        raise ValueError(f"序列长度不能为负，收到 {T}")
+    return batch * layers * heads * T * T
+
+
+def score_matrix_bytes(T: int, *, bytes_per_entry: int = 4, batch: int = 1, heads: int = 1, layers: int = 1) -> int:
+    """这些分数矩阵占用的字节数（默认 float32，每个数 4 字节；默认一个样本、一层、一个头）。"""
+    return score_matrix_entries(T, batch=batch, heads=heads, layers=layers) * bytes_per_entry
+
+
+def kv_cache_entries(T: int, *, d_model: int, layers: int, batch: int = 1) -> int:
+    """KV 缓存要存的元素个数：每层、每个位置各存一个 d 维的键和一个 d 维的值（所有头合起来）。"""
+    return 2 * batch * layers * T * d_model
 
 
 def counted_block_flops(n: int, d: int, n_heads: int) -> dict[str, int]:

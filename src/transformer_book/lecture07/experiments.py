@@ -1,13 +1,14 @@
 """第 7 讲第 11 节的实验定义：数据、模型、训练设置、随机种子。
 
 第 11 节的片段（``snippets/lecture07/s11_*.py``）只调用这里和 :mod:`~transformer_book.training`、
-:mod:`~transformer_book.agreement` 的函数；哪份数据、哪个模型、哪个种子，都只在本模块写一次。
+:mod:`~transformer_book.lecture07.agreement` 的函数；哪份数据、哪个模型、哪个种子，都只在本模块写一次。
 
 - 数据：20,000 个训练句子、2,000 个开发句子、2,000 个测试句子，全部来自第 5 讲的玩具语言
   （:mod:`~transformer_book.toy_language`），0~3 个修饰语各占四分之一，三份语料用不同的种子生成。
 - 模型：迷你 GPT（d = 64，4 个头，2 层，Pre-LN，权重共享，位置编码可选）与第 5 讲的 LSTM 语言模型（d = 64）。
-  一个模型由 :class:`ModelSpec` 完整描述；训练好的模型以 :func:`package` 打包（描述 + 参数），
-  另一个片段用 :func:`restore` 重建。
+  一个模型由 :class:`ModelSpec` 完整描述；训练好的模型以 :func:`package` 打包（用全书共用的
+  :mod:`transformer_book.checkpoint`，描述与测试集困惑度作为附注），另一个片段用
+  :func:`transformer_book.checkpoint.unpack` 重建。
 - 训练：:data:`TRAIN_CONFIG`（8 轮，批量 64，AdamW，最大学习率 3e-3，预热 200 步，余弦衰减）；
   种子由 ``ModelSpec.seed`` 决定（初始化与打乱数据的顺序都由它决定）。
 - 评估：主谓一致测试每个修饰语个数 1000 道题（:func:`~transformer_book.toy_language.agreement_test_set`）。
@@ -26,6 +27,7 @@ from typing import Any, Sequence
 import torch
 from torch import nn
 
+from transformer_book import checkpoint
 from transformer_book import toy_language as tl
 from transformer_book.rnn import RNNLM
 from transformer_book.training import TokenData, TrainConfig, TrainResult, train_language_model
@@ -39,10 +41,10 @@ N_TRAIN, N_DEV, N_TEST = 20_000, 2_000, 2_000
 CORPUS_SEEDS = {"train": 1, "dev": 2, "test": 3}  # 三份语料互不重叠地抽样（同一门语言，不同的种子）
 D_MODEL, N_HEADS, N_LAYERS = 64, 4, 2
 MAX_LEN = 64  # 位置表的长度：10 个修饰语的前缀最长 44 个词元，64 足够
-TRAIN_CONFIG = TrainConfig(epochs=8, batch_size=64, max_lr=3e-3, warmup_steps=200)
+TRAIN_CONFIG = TrainConfig()  # 8 轮，批量 64，AdamW，最大学习率 3e-3，预热 200 步，余弦衰减（见 TrainConfig）
 
 POSITION_SCHEMES: tuple[str, ...] = ("learned", "sinusoidal", "rope", "none")
-POSITION_SEEDS: tuple[int, ...] = (0, 1)
+POSITION_SEEDS: tuple[int, ...] = (0, 1, 2, 3)  # 单个训练的结果会翻转，几种位置编码各训练 4 次
 SCHEME_NAMES = {"learned": "可学习的位置嵌入", "sinusoidal": "正弦位置编码", "rope": "RoPE", "none": "无位置信息"}
 
 TRAIN_MAX_MODIFIERS = len(tl.TRAIN_MODIFIER_PROBS) - 1  # 训练语料里最多 3 个修饰语
@@ -150,18 +152,32 @@ def train(spec: ModelSpec, data: ToyData, *, config: TrainConfig = TRAIN_CONFIG,
                                 replace(config, seed=spec.seed), pad_id=data.vocab.pad_id, progress=progress)
 
 
-def package(spec: ModelSpec, result: TrainResult, vocab_size: int) -> dict[str, Any]:
-    """把训练好的模型打包成可以 pickle 的字典（放进片段的 ``Artifact``）：描述、词表大小、参数、测试集困惑度。"""
-    return {"spec": asdict(spec), "vocab_size": vocab_size, "state_dict": result.state_dict,
-            "test_perplexity": result.test_perplexity, "n_parameters": result.n_parameters}
+def package(spec: ModelSpec, result: TrainResult) -> dict[str, Any]:
+    """把训练好的模型打包（只含数据，可放进片段的 ``Artifact``）：模型、描述、测试集困惑度与参数个数。
+
+    用 :func:`transformer_book.checkpoint.unpack` 重建。
+    """
+    return checkpoint.pack(result.model, spec=asdict(spec), test_perplexity=result.test_perplexity,
+                           n_parameters=result.n_parameters)
 
 
-def restore(packed: dict[str, Any]) -> nn.Module:
-    """从 :func:`package` 的结果重建模型（``eval()`` 模式，参数与训练结束时逐位相同）。"""
-    spec = ModelSpec(**packed["spec"])
-    model = spec.build(packed["vocab_size"])
-    model.load_state_dict(packed["state_dict"])
-    return model.eval()
+def position_models(scheme: str, data: ToyData | None = None,
+                    reuse: dict[int, dict[str, Any]] | None = None) -> dict[int, dict[str, Any]]:
+    """第 11.3 节里一种位置编码的全部模型（每个种子一个，见 :data:`POSITION_SEEDS`），打包好。
+
+    ``reuse`` 给出已经训练过的种子（第 11.1 节的迷你 GPT 就是“可学习的位置嵌入、种子 0”），不再重训。
+    """
+    data = load_toy_data() if data is None else data
+    out = {}
+    for spec in position_specs(scheme):
+        if reuse and spec.seed in reuse:
+            packed = reuse[spec.seed]
+            if ModelSpec(**packed["spec"]) != spec:
+                raise ValueError(f"拿来复用的模型是 {packed['spec']}，不是 {spec}")
+            out[spec.seed] = packed
+        else:
+            out[spec.seed] = package(spec, train(spec, data))
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -171,7 +187,7 @@ def restore(packed: dict[str, Any]) -> nn.Module:
 
 def agreement_accuracies(model: nn.Module, vocab: tl.Vocab, counts: Sequence[int]) -> dict[int, float]:
     """每个修饰语个数的主谓一致准确率（各 :data:`N_AGREEMENT` 题，题目对所有模型相同）。"""
-    from transformer_book.agreement import agreement_table
+    from transformer_book.lecture07.agreement import agreement_table
 
     return {r.n_modifiers: r.accuracy
             for r in agreement_table(model, vocab, counts, n=N_AGREEMENT, seed=AGREEMENT_SEED)}
@@ -190,7 +206,7 @@ def attention_by_kinds(per_item: Sequence[torch.Tensor], items: Sequence[tl.Agre
                        ) -> dict[tuple[str, ...], torch.Tensor]:
     """按修饰语种类分组，每组各层各头分给主语的平均权重 (L, h)。
 
-    ``per_item`` 是 :func:`~transformer_book.agreement.verb_position_attention` 的结果。
+    ``per_item`` 是 :func:`~transformer_book.lecture07.agreement.verb_position_attention` 的结果。
     """
     groups: dict[tuple[str, ...], list[torch.Tensor]] = {}
     for w, it in zip(per_item, items):
@@ -216,7 +232,7 @@ class LengthResult:
 
 def length_generalisation(model: nn.Module, vocab: tl.Vocab, counts: Sequence[int] = LENGTH_COUNTS) -> LengthResult:
     """对每个修饰语个数做 :data:`N_AGREEMENT` 道主谓一致题，再把全部题按前缀长度重新分组。"""
-    from transformer_book.agreement import verb_margins
+    from transformer_book.lecture07.agreement import verb_margins
 
     by_count: dict[int, float] = {}
     per_prefix: dict[int, list[bool]] = {}

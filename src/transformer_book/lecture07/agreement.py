@@ -114,19 +114,12 @@ AttentionFn = Callable[[nn.Module, torch.Tensor, "torch.Tensor | None"], torch.T
 def default_attention_fn(model: nn.Module, idx: torch.Tensor, pad_mask: torch.Tensor | None) -> torch.Tensor:
     """从模型取出每层每个头的注意力权重，形状 (L, B, h, T, T)（查询位置 × 键位置）。
 
-    依次尝试：模型的 ``attention_weights(idx, pad_mask=...)`` 方法；``forward(..., return_attention=True)``
-    返回 ``(logits, weights)``。``weights`` 可以是 (L, B, h, T, T) 的张量或 L 个 (B, h, T, T) 的列表。
+    用模型的 ``forward_with_attention(idx, pad_mask)``（参考实现的 ``TransformerLM`` 有它）；
     别的模型请传自己的 ``attention_fn``。
     """
-    if hasattr(model, "attention_weights"):
-        weights = model.attention_weights(idx, pad_mask=pad_mask)
-    else:
-        try:
-            _, weights = model(idx, pad_mask=pad_mask, return_attention=True)
-        except TypeError as err:
-            raise TypeError(f"{type(model).__name__} 不提供注意力权重：请给 attention_to_subject 传 attention_fn") from err
-    if isinstance(weights, torch.Tensor):
-        return weights
+    if not hasattr(model, "forward_with_attention"):
+        raise TypeError(f"{type(model).__name__} 不提供注意力权重：请给 attention_to_subject 传 attention_fn")
+    _, weights = model.forward_with_attention(idx, pad_mask)
     return torch.stack(list(weights))  # (L, B, h, T, T)
 
 
