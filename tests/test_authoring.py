@@ -55,7 +55,7 @@ def command(pattern: str) -> str:
 
 def test_every_command_in_the_guide_is_tested_here() -> None:
     tested = ["^mkdocs serve", "BOOK_ONLY=", "transformer_book run", "BOOK_FRESH=1", "transformer_book accept",
-              "transformer_book timing", "transformer_book list"]
+              "transformer_book calibrate", "transformer_book timing", "transformer_book list"]
     for b in blocks("bash"):
         assert any(re.search(p, b) for p in tested), f"an untested command in the guide: {b!r}"
 
@@ -79,8 +79,7 @@ def test_running_one_snippet_prints_its_results(scratch: Path) -> None:
     done = run(command("transformer_book run"), scratch)
     assert done.returncode == 0, done.stderr
     assert "top_weight = 0.659" in done.stdout
-    done = run("python snippets/lecture07/demo_softmax.py", scratch)
-    assert done.returncode == 0 and "top_weight = 0.659" in done.stdout
+    assert "sums_to_one: 成立" in done.stdout
 
 
 def test_accept_prints_old_to_new_after_a_deliberate_change(scratch: Path) -> None:
@@ -98,6 +97,13 @@ def test_accept_prints_old_to_new_after_a_deliberate_change(scratch: Path) -> No
     finally:
         snippet.write_text(original, encoding="utf-8")
         run(command("transformer_book accept"), scratch)
+
+
+def test_calibrate_reruns_the_snippet_under_perturbations_and_reports(scratch: Path) -> None:
+    run(command("BOOK_FRESH=1"), scratch)
+    done = run(command("transformer_book calibrate"), scratch)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "lecture07/demo_softmax" in done.stdout and "threads-2-reversed" in done.stdout + done.stderr
 
 
 def test_timing_and_list_show_the_snippets(scratch: Path) -> None:

@@ -8,9 +8,12 @@ import math
 import pytest
 import torch
 
-from transformer_book.chapter20 import p08
+from transformer_book.chapter20 import analysis, p08
+from transformer_book.cost import kv_cache_entries, score_matrix_entries
+from transformer_book.shape_trace import symbolic_shape, trace_ops
 from transformer_book.char_tokenizer import PAD_ID, UNK, UNK_ID, CharTokenizer, shift_pairs, train_val_split
-from transformer_book.transformer import MultiHeadAttention, TransformerLM, count_parameters, generate
+from transformer_book.transformer import (MultiHeadAttention, TransformerLM, count_parameters, generate_with_logits,
+                                          next_token_distribution)
 
 TINY = p08.P08Config(d_model=16, n_heads=2, n_layers=1, context=8, batch_size=4, steps=6, eval_every=3,
                      warmup_steps=2, dropout=0.0)
@@ -95,8 +98,10 @@ def test_tiny_training_runs_records_the_curve_and_is_reproducible():
     assert first.val_loss == second.val_loss and first.samples_after == second.samples_after
     assert first.train_loss[-1] < first.train_loss[0]
     assert len(first.samples_after["一月"]) == 5
-    model = p08.load_model(first.state_dict, p08.config_dict(TINY), data.tokenizer.vocab_size)
-    assert count_parameters(model) == first.n_parameters
+    model, config, tok = p08.unpack_model(p08.pack_model(first.model, TINY, data.tokenizer))
+    assert count_parameters(model) == first.n_parameters and config == TINY and tok.vocab == data.tokenizer.vocab
+    x = torch.tensor([data.tokenizer.encode("一月")])
+    assert torch.equal(model(x), first.model(x))
 
 
 def test_initial_loss_is_close_to_uniform_guessing():
@@ -122,7 +127,7 @@ def test_newlines_are_shown_as_a_visible_symbol():
 def test_trace_records_the_head_split_shapes_of_multihead_attention():
     mha = MultiHeadAttention(d_model=12, n_heads=3)
     x = torch.randn(2, 5, 12)
-    _, ops = p08.trace_ops(lambda: mha(x), ["linear", "transpose", "softmax", "reshape"])
+    _, ops = trace_ops(lambda: mha(x), ["linear", "transpose", "softmax", "reshape"])
     shapes = [(o.name, o.shapes[0]) for o in ops]
     assert shapes[0] == ("linear", (2, 5, 36))  # 打包的 Q、K、V
     assert ("transpose", (2, 3, 5, 4)) in shapes  # [B, H, T, d_h]
@@ -131,8 +136,8 @@ def test_trace_records_the_head_split_shapes_of_multihead_attention():
 
 
 def test_symbolic_shape_maps_sizes_to_symbols():
-    assert p08.symbolic_shape((2, 16, 128), {2: "B", 16: "T", 128: "D"}) == "[B, T, D]"
-    assert p08.symbolic_shape((), {}) == "标量"
+    assert symbolic_shape((2, 16, 128), {2: "B", 16: "T", 128: "D"}) == "[B, T, D]"
+    assert symbolic_shape((), {}) == "标量"
 
 
 @pytest.mark.parametrize("pos", ["learned", "sinusoidal"])
@@ -140,7 +145,7 @@ def test_dataflow_parameters_add_up_to_the_model_and_shapes_follow_the_chapter(p
     torch.manual_seed(0)
     model = TransformerLM(vocab_size=31, d_model=12, n_heads=3, n_layers=2, max_len=10, pos=pos).eval()
     idx, target = torch.randint(0, 31, (2, 7)), torch.randint(0, 31, (2, 7))
-    flow = p08.dataflow(model, idx, target)
+    flow = analysis.dataflow(model, idx, target)
     assert sum(r.n_params for r in flow.rows) == count_parameters(model)
     by_step = {r.step: r for r in flow.rows}
     assert by_step["词元查表"].output == (2, 7, 12)
@@ -155,25 +160,25 @@ def test_dataflow_parameters_add_up_to_the_model_and_shapes_follow_the_chapter(p
 
 
 def test_four_tokens_give_a_score_matrix_of_16_entries():
-    assert p08.score_matrix_entries(4) == 16
+    assert score_matrix_entries(4) == 16
 
 
 def test_four_thousand_tokens_give_16_million_entries():
-    assert p08.score_matrix_entries(4_000) == 16_000_000
+    assert score_matrix_entries(4_000) == 16_000_000
 
 
 def test_doubling_the_context_quadruples_the_score_matrix():
     for T in (4, 1_000, 4_000):
-        assert p08.score_matrix_entries(2 * T) == 4 * p08.score_matrix_entries(T)
+        assert score_matrix_entries(2 * T) == 4 * score_matrix_entries(T)
 
 
 def test_score_entries_multiply_with_batch_heads_and_layers():
-    assert p08.score_matrix_entries(64, batch=16, heads=4, layers=2) == 16 * 4 * 2 * 64 * 64
+    assert score_matrix_entries(64, batch=16, heads=4, layers=2) == 16 * 4 * 2 * 64 * 64
 
 
 def test_kv_cache_grows_linearly_with_the_context():
-    assert p08.kv_cache_entries(128, d_model=128, layers=2) == 2 * p08.kv_cache_entries(64, d_model=128, layers=2)
-    assert p08.kv_cache_entries(64, d_model=128, layers=2) == 2 * 2 * 64 * 128
+    assert kv_cache_entries(128, d_model=128, layers=2) == 2 * kv_cache_entries(64, d_model=128, layers=2)
+    assert kv_cache_entries(64, d_model=128, layers=2) == 2 * 2 * 64 * 128
 
 
 # ------------------------------------------------------------------ 解码与注意力
@@ -181,12 +186,12 @@ def test_kv_cache_grows_linearly_with_the_context():
 
 def test_decoding_distribution_greedy_topk_topp_and_temperature():
     logits = torch.tensor([2.0, 1.0, 0.5, -1.0, -3.0])
-    assert torch.equal(p08.decoding_distribution(logits, temperature=0), torch.tensor([1.0, 0, 0, 0, 0]))
-    assert int((p08.decoding_distribution(logits, top_k=2) > 0).sum()) == 2
+    assert torch.equal(next_token_distribution(logits, temperature=0), torch.tensor([1.0, 0, 0, 0, 0]))
+    assert int((next_token_distribution(logits, top_k=2) > 0).sum()) == 2
     probs = torch.softmax(logits, -1)
-    kept = p08.decoding_distribution(logits, top_p=0.8) > 0
+    kept = next_token_distribution(logits, top_p=0.8) > 0
     assert kept.tolist() == [True, True, False, False, False] and float(probs[:2].sum()) >= 0.8
-    cold, hot = (p08.decoding_distribution(logits, temperature=t) for t in (0.5, 2.0))
+    cold, hot = (next_token_distribution(logits, temperature=t) for t in (0.5, 2.0))
     assert cold[0] > probs[0] > hot[0]
 
 
@@ -195,9 +200,9 @@ def test_generate_only_samples_tokens_the_decoding_distribution_allows(kwargs):
     torch.manual_seed(0)
     model = TransformerLM(vocab_size=17, d_model=16, n_heads=2, n_layers=1, max_len=32).eval()
     prompt = torch.tensor([[1, 2, 3]])
-    out, logits = generate(model, prompt, 12, generator=torch.Generator().manual_seed(1), return_logits=True, **kwargs)
+    out, logits = generate_with_logits(model, prompt, 12, generator=torch.Generator().manual_seed(1), **kwargs)
     for step in range(12):
-        allowed = p08.decoding_distribution(logits[0, step], **kwargs) > 0
+        allowed = next_token_distribution(logits[0, step], **kwargs) > 0
         assert allowed[out[0, 3 + step]]
 
 
@@ -207,9 +212,9 @@ def test_attention_statistics_of_a_uniform_baseline_and_a_model():
     x = torch.randint(0, 11, (3, 6))
     marked = torch.zeros(3, 6, dtype=torch.bool)
     marked[:, 0] = True
-    stats = p08.attention_statistics(model, x, marked)
+    stats = analysis.attention_statistics(model, x, marked)
     assert [(s["layer"], s["head"]) for s in stats] == [(1, 1), (1, 2), (2, 1), (2, 2)]
-    base = p08.uniform_attention_baseline(x, marked)
+    base = analysis.uniform_attention_baseline(x, marked)
     assert base["self"] == pytest.approx(sum(1 / (t + 1) for t in range(6)) / 6)
     assert base["marked"] == pytest.approx(base["self"])  # 第 1 个位置在平均分配时得到的份额与“给自己”相同
     # 未训练的模型打分接近 0，权重接近平均分配
@@ -223,7 +228,7 @@ def test_removing_a_head_changes_the_loss_and_leaves_the_model_intact():
         p.data.mul_(20)
     x, y = torch.randint(0, 11, (4, 6)), torch.randint(0, 11, (4, 6))
     before = p08.mean_loss(model, x, y)
-    assert p08.loss_without_head(model, x, y, 1, 1) != pytest.approx(before)
+    assert analysis.loss_without_head(model, x, y, 1, 1) != pytest.approx(before)
     assert p08.mean_loss(model, x, y) == before  # 钩子已经拿掉
 
 
@@ -231,6 +236,6 @@ def test_kv_cache_timing_helper_returns_the_same_tokens_both_ways():
     torch.manual_seed(0)
     model = TransformerLM(vocab_size=11, d_model=8, n_heads=2, n_layers=1, max_len=12).eval()
     prompt = torch.tensor([[1, 2]])
-    slow, _ = p08.time_generation(model, prompt, 10, use_cache=False, repeats=1)
-    fast, _ = p08.time_generation(model, prompt, 10, use_cache=True, repeats=1)
+    slow, _ = analysis.time_generation(model, prompt, 10, use_cache=False, repeats=1)
+    fast, _ = analysis.time_generation(model, prompt, 10, use_cache=True, repeats=1)
     assert torch.equal(slow, fast)

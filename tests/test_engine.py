@@ -371,6 +371,9 @@ def _serve_plugin(project: Path):
 
     def render(page_path: str) -> str:
         plugin.on_pre_build(config=config)
+        if plugin.background is not None and plugin.background.running:  # results land in the background …
+            plugin.background.wait(120)
+            plugin.on_pre_build(config=config)  # … and the stamp's rebuild picks them up
         f = files.get_file_from_path(page_path)
         page = Page(None, f, config)
         return plugin.on_page_markdown(f.content_string, page=page, config=config, files=files)
@@ -526,3 +529,102 @@ def test_under_serve_dirty_pages_showing_a_rerun_snippet_are_rebuilt(project: Pa
     files = plugin.on_files(files, config=config)
     assert files.get_file_from_path("part/page.md").is_modified()  # it shows part/b, which re-ran
     assert not files.get_file_from_path("index.md").is_modified()
+
+
+# -- `mkdocs serve` never waits for compute ----------------------------------------------------------------
+
+SLOW = '''
+import time
+from transformer_book.book import Value
+
+
+def compute():
+    time.sleep(1.0)
+    return {"other": Value(7.0, ".1f")}
+'''
+
+
+def _served(project: Path, dirty: bool = True):
+    """A plugin started as `mkdocs serve --dirty` starts it; returns (config, plugin, render)."""
+    from mkdocs.structure.files import get_files
+    from mkdocs.structure.pages import Page
+
+    config, plugin = _serve_config(project, dirty=dirty)
+
+    def render(page_path: str) -> str:
+        plugin.on_pre_build(config=config)
+        files = plugin.on_files(get_files(config), config=config)
+        f = files.get_file_from_path(page_path)
+        return plugin.on_page_markdown(f.content_string, page=Page(None, f, config), config=config, files=files)
+
+    return config, plugin, render
+
+
+def test_the_first_serve_build_renders_every_page_at_once_and_computes_in_the_background(project: Path) -> None:
+    write(project / "snippets" / "part" / "b.py", SLOW)
+    _, plugin, render = _served(project)
+    html = render("part/page.md")
+    assert plugin.state.snippets["part/b"].status == "pending", "the serve build did not wait for the snippet"
+    assert "正在计算" in html and "答案是" in html
+    plugin.background.wait(120)
+    assert plugin.background.stamp.exists(), "a landed result touches the watched stamp (livereload rebuilds)"
+    html = render("part/page.md")
+    assert plugin.state.snippets["part/b"].status == "cached" and "另一个数：7.000。" in html
+
+
+def test_while_recomputing_serve_shows_the_recorded_value_marked_as_such(project: Path) -> None:
+    assert mkdocs_build(project).returncode == 0  # records written
+    shutil_rmtree(project / ".book-cache")
+    write(project / "snippets" / "part" / "b.py", SLOW.replace("7.0", "7.0)  # 同一个值\n    _ = (1"))
+    _, plugin, render = _served(project)
+    html = render("part/page.md")
+    assert '答案是 <span class="book-pending" title="来自记录，正在重新计算">1.50<sup' in html  # recorded, marked
+    assert 'class="book-caption"' in html  # the table rendered from its record (formats recorded)
+    plugin.background.wait(120)
+
+
+def test_a_broken_snippet_that_is_restored_shows_its_result_again_without_any_other_edit(project: Path) -> None:
+    session(project).build(Options())  # everything cached, as after a first serve
+    _, plugin, render = _served(project)
+    assert "另一个数：7.000。" in render("part/page.md")
+    path = project / "snippets" / "part" / "b.py"
+    original = path.read_text(encoding="utf-8")
+    path.write_text(original.replace("def compute():\n", "def compute():\n    1 / 0\n"), encoding="utf-8")
+    html = render("part/page.md")  # an edit: this rebuild runs what it needs before rendering
+    assert "ZeroDivisionError" in html
+    path.write_text(original, encoding="utf-8")  # undo the edit
+    html = render("part/page.md")
+    assert "另一个数：7.000。" in html and "ZeroDivisionError" not in html
+    assert plugin.state.snippets["part/b"].status == "cached", "undoing an edit reruns nothing"
+
+
+def test_a_dirty_rebuild_rerenders_every_page_whose_results_changed(project: Path) -> None:
+    from mkdocs.structure.files import get_files
+
+    session(project).build(Options())
+    config, plugin, render = _served(project)
+    render("part/page.md")  # what the pages show now
+    path = project / "snippets" / "part" / "b.py"
+    original = path.read_text(encoding="utf-8")
+    path.write_text(original.replace("def compute():\n", "def compute():\n    1 / 0\n"), encoding="utf-8")
+    render("part/page.md")
+    path.write_text(original, encoding="utf-8")
+    plugin.on_pre_build(config=config)  # the restored snippet comes from the cache: nothing ran …
+    files = get_files(config)
+    for f in files:
+        f.is_modified = lambda: False
+    files = plugin.on_files(files, config=config)
+    assert files.get_file_from_path("part/page.md").is_modified(), "… but its page changed back and is re-rendered"
+    assert not files.get_file_from_path("index.md").is_modified()
+
+
+def test_running_snippets_leaves_no_bytecode_in_the_watched_folders(project: Path) -> None:
+    """A .pyc written beside a watched source makes `mkdocs serve` rebuild twice for one edit."""
+    session(project).build(Options(fresh=True))
+    assert [p for p in project.rglob("__pycache__") if ".book-cache" not in p.parts] == []
+
+
+def shutil_rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

@@ -8,8 +8,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from transformer_book import depth_study as ds
-from transformer_book import retrieval as rt
+from transformer_book.lecture07 import depth as ds
+from transformer_book.lecture07 import retrieval as rt
+from transformer_book.lecture07.mha_vs_torch import compare_with_torch_mha
+from transformer_book.shape_trace import symbolic_shape, trace_module
 from transformer_book.transformer import MultiHeadAttention, TransformerBlock, block_parameters, count_parameters
 
 # ------------------------------------------------------------------ 7.2 层归一化（讲义印出的数值）
@@ -41,13 +43,13 @@ def test_layer_norm_by_hand_equals_nn_layernorm_with_gamma_and_beta():
 @pytest.mark.parametrize("d", [64, 128, 768])
 def test_block_has_12d2_plus_13d_parameters_part_by_part(d):
     counted = ds.block_parameter_breakdown(d)
-    assert counted == ds.block_parameter_formula(d)
-    assert counted["total"] == block_parameters(d) == 12 * d * d + 13 * d
+    assert counted == block_parameters(d)
+    assert counted.total == 12 * d * d + 13 * d
 
 
 def test_block_breakdown_on_meta_equals_a_real_block():
     real = TransformerBlock(d_model=64, n_heads=4)
-    assert count_parameters(real) == ds.block_parameter_breakdown(64, n_heads=4)["total"]
+    assert count_parameters(real) == ds.block_parameter_breakdown(64, n_heads=4).total
 
 
 def test_gpt2_small_has_124_439_808_parameters_embeddings_31_0_blocks_68_3_percent():
@@ -168,21 +170,21 @@ def test_train_retrieval_is_deterministic_given_the_seed():
 # ------------------------------------------------------------------ 6.2 形状与 nn.MultiheadAttention
 
 
-def test_trace_shapes_splits_heads_into_b_h_t_dh():
+def test_trace_module_splits_heads_into_b_h_t_dh():
     torch.manual_seed(0)
     mha = MultiHeadAttention(d_model=12, n_heads=3)
-    out, steps = rt.trace_shapes(mha, torch.randn(2, 5, 12))
+    out, steps = trace_module(mha, torch.randn(2, 5, 12))
     assert out[0].shape == (2, 5, 12)
     shapes = [s.shapes[0] for s in steps]
     assert (2, 3, 5, 4) in shapes  # (B, h, T, d_h)
     assert (2, 3, 5, 5) in shapes  # (B, h, T, T)
-    assert steps[0].op == "linear" and steps[0].shapes == ((2, 5, 36),)
-    assert steps[-1].op == "linear" and steps[-1].shapes == ((2, 5, 12),)
+    assert steps[0].name == "linear" and steps[0].shapes == ((2, 5, 36),)
+    assert steps[-1].name == "linear" and steps[-1].shapes == ((2, 5, 12),)
 
 
 def test_symbolic_shape_names_each_size():
-    assert rt.symbolic_shape((2, 3, 5, 4), {2: "B", 3: "h", 5: "T", 4: "d_h"}) == "(B, h, T, d_h)"
-    assert rt.symbolic_shape((7,), {}) == "(7)"
+    assert symbolic_shape((2, 3, 5, 4), {2: "B", 3: "h", 5: "T", 4: "d_h"}, brackets="()") == "(B, h, T, d_h)"
+    assert symbolic_shape((7,), {}, brackets="()") == "(7)"
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -190,6 +192,6 @@ def test_our_multihead_attention_equals_torch_with_copied_weights(causal):
     torch.manual_seed(0)
     mha = MultiHeadAttention(d_model=32, n_heads=4)
     mask = torch.ones(6, 6, dtype=torch.bool).tril() if causal else None
-    out_diff, weight_diff = rt.compare_with_torch_mha(mha, torch.randn(3, 6, 32), mask)
+    out_diff, weight_diff = compare_with_torch_mha(mha, torch.randn(3, 6, 32), mask)
     assert out_diff < 1e-5 and weight_diff < 1e-6
 

@@ -149,7 +149,7 @@ def test_exercise_5_rope_dot_product_depends_only_on_the_offset():
 
 
 def test_exercise_6_parameter_estimate_matches_the_reference_answer():
-    per_block = block_parameters(4096)
+    per_block = block_parameters(4096).total
     assert per_block == 12 * 4096**2 + 13 * 4096
     # 讲义写作 “≈ 2.013 × 10⁸”：是截断，不是四舍五入（201,379,840 四舍五入到三位小数是 2.014）
     assert math.floor(per_block / 1e5) / 1e3 == 2.013

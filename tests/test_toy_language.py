@@ -309,25 +309,25 @@ def test_metric_restores_training_mode():
 class UniformAttention(AlwaysPlural):
     """2 层 × 3 个头，每个位置对它能看到的真实词元平均分配注意力。"""
 
-    def attention_weights(self, idx, pad_mask=None):
+    def forward_with_attention(self, idx, pad_mask=None):
         b, t = idx.shape
         visible = torch.ones(t, t).tril().bool().expand(b, t, t)  # (B, T, T)
         if pad_mask is not None:
             visible = visible & pad_mask[:, None, :]
         w = visible.float() / visible.float().sum(-1, keepdim=True).clamp(min=1)  # (B, T, T)
-        return w[None, :, None].expand(2, b, 3, t, t)  # (L, B, h, T, T)
+        return self(idx, pad_mask), w[None, :, None].expand(2, b, 3, t, t)  # (L, B, h, T, T)
 
 
 class SubjectAttention(AlwaysPlural):
     """1 层 × 2 个头：头 0 把全部注意力放在第一个名词上，头 1 放在 <s> 上。"""
 
-    def attention_weights(self, idx, pad_mask=None):
+    def forward_with_attention(self, idx, pad_mask=None):
         b, t = idx.shape
         first = (_noun_number_table()[idx] >= 0).float().argmax(1)  # (B,)
         w = torch.zeros(1, b, 2, t, t)
         w[0, torch.arange(b), 0, :, first] = 1.0
         w[0, :, 1, :, 0] = 1.0
-        return w
+        return self(idx, pad_mask), w
 
 
 def test_uniform_attention_gives_the_uniform_weight_to_subject_and_distractors():

@@ -10,7 +10,7 @@ import torch
 
 from transformer_book import toy_language as tl
 from transformer_book.rnn import RNNLM, count_parameters
-from transformer_book.training import TokenData, TrainConfig, lm_loss, perplexity, train_language_model
+from transformer_book.training import OptimConfig, TokenData, TrainConfig, lm_loss, perplexity, train_language_model
 
 VOCAB = tl.build_vocab()
 
@@ -27,7 +27,8 @@ def tiny():
     return _data(400, 1), _data(100, 2), _data(100, 3)
 
 
-TINY_CONFIG = TrainConfig(epochs=3, batch_size=32, max_lr=1e-2, warmup_steps=5, seed=0)
+TINY_CONFIG = TrainConfig(epochs=3, batch_size=32, seed=0,
+                          optim=OptimConfig(lr=1e-2, warmup_steps=5, weight_decay=0.01, betas=(0.9, 0.99), grad_clip=1.0))
 
 
 def _tiny_rnn() -> RNNLM:
@@ -156,14 +157,14 @@ def test_learning_rate_follows_warmup_then_cosine(tiny, monkeypatch):
         return real_step(self, *args, **kwargs)
 
     monkeypatch.setattr(torch.optim.AdamW, "step", spy)
-    cfg = replace(TINY_CONFIG, warmup_steps=10, min_lr=1e-4)
+    cfg = replace(TINY_CONFIG, optim=replace(TINY_CONFIG.optim, warmup_steps=10, min_lr=1e-4))
     train_language_model(_tiny_rnn, *tiny, cfg)
     peak = seen.index(max(seen))
-    assert max(seen) == pytest.approx(cfg.max_lr, rel=0.11)
+    assert max(seen) == pytest.approx(cfg.optim.lr, rel=0.11)
     assert 8 <= peak <= 11
     assert all(a <= b for a, b in zip(seen[:peak], seen[1:peak + 1]))
     assert all(a >= b for a, b in zip(seen[peak:], seen[peak + 1:]))
-    assert seen[-1] == pytest.approx(cfg.min_lr, abs=2e-4)
+    assert seen[-1] == pytest.approx(cfg.optim.min_lr, abs=2e-4)
 
 
 # ---------------------------------------------------------------------------

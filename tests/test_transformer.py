@@ -20,6 +20,7 @@ from transformer_book.transformer import (
     block_parameters,
     count_parameters,
     generate,
+    generate_with_logits,
     rope_tables,
     scaled_dot_product_attention,
     sinusoidal_encoding,
@@ -151,13 +152,16 @@ def test_block_equals_nn_transformer_encoder_layer_with_copied_weights(norm):
     assert (ours_out - ref).abs().max() <= TOL
 
 
-def test_block_without_residual_is_sublayers_composed():
-    torch.manual_seed(0)
-    block = TransformerBlock(d_model=16, n_heads=2, residual=False).eval()
+def test_a_cross_attention_block_refuses_to_run_without_memory():
+    """交叉注意力块没有 memory 时不能悄悄退化成自注意力；没有交叉注意力的块也不能接收 memory。"""
+    block = TransformerBlock(d_model=16, n_heads=2, cross_attention=True)
     x = torch.randn(1, 5, 16)
-    a, _ = block.attn(block.ln1(x))
-    expected = block.ffn(block.ln2(a))
-    assert torch.allclose(block(x)[0], expected, atol=1e-6)
+    with pytest.raises(ValueError, match="memory"):
+        block(x)
+    with pytest.raises(ValueError, match="memory"):
+        TransformerBlock(d_model=16, n_heads=2)(x, memory=torch.randn(1, 3, 16))
+    out, _, cross = block(x, memory=torch.randn(1, 3, 16), need_weights=True)
+    assert out.shape == (1, 5, 16) and cross.shape == (1, 2, 5, 3)
 
 
 # ------------------------------------------------------------------ 位置编码
@@ -243,14 +247,14 @@ def test_fully_padded_rows_give_no_nan(causal, attn_impl):
     assert torch.isfinite(logits).all()
     logits.sum().backward()
     assert all(torch.isfinite(p.grad).all() for p in model.parameters())
-    _, attention = model(idx, pad_mask, return_attention=True)
+    _, attention = model.forward_with_attention(idx, pad_mask)
     assert all(torch.isfinite(w).all() for w in attention)
 
 
 def test_attention_weights_are_returned_per_layer_and_head():
     model = small_lm()
     idx = torch.randint(0, 23, (2, 9), generator=torch.Generator().manual_seed(4))
-    logits, attention = model(idx, return_attention=True)
+    logits, attention = model.forward_with_attention(idx)
     assert len(attention) == 2 and attention[0].shape == (2, 4, 9, 9)
     assert torch.allclose(attention[1].sum(-1), torch.ones(2, 4, 9), atol=1e-6)
     assert attention[0][0, 0].triu(diagonal=1).abs().max() == 0  # 因果：看不到右边
@@ -264,14 +268,14 @@ def test_attention_weights_are_returned_per_layer_and_head():
 def test_block_parameter_formula_matches_real_blocks(d):
     with torch.device("meta"):  # 只数参数，不分配内存
         block = TransformerBlock(d_model=d, n_heads=4)
-    assert count_parameters(block) == block_parameters(d) == 12 * d * d + 13 * d
+    assert count_parameters(block) == block_parameters(d).total == 12 * d * d + 13 * d
 
 
 def test_gpt2_small_sized_model_has_exactly_124_439_808_parameters():
     with torch.device("meta"):
         model = TransformerLM(vocab_size=50257, d_model=768, n_heads=12, n_layers=12, max_len=1024,
                               pos="learned", tie_weights=True)
-    assert count_parameters(model) == 50257 * 768 + 1024 * 768 + 12 * block_parameters(768) + 2 * 768
+    assert count_parameters(model) == 50257 * 768 + 1024 * 768 + 12 * block_parameters(768).total + 2 * 768
     assert count_parameters(model) == 124_439_808
 
 
@@ -300,8 +304,8 @@ def test_kv_cache_greedy_generation_gives_same_tokens_and_logits_as_uncached(pos
     model = small_lm(pos=pos)
     prompt = torch.randint(0, 23, (2, 5), generator=torch.Generator().manual_seed(5))
     # 30 个新词元：超过 max_len = 24 后两条路径都裁剪上下文
-    cached, cached_logits = generate(model, prompt, 30, temperature=0, use_cache=True, return_logits=True)
-    plain, plain_logits = generate(model, prompt, 30, temperature=0, use_cache=False, return_logits=True)
+    cached, cached_logits = generate_with_logits(model, prompt, 30, temperature=0, use_cache=True)
+    plain, plain_logits = generate_with_logits(model, prompt, 30, temperature=0, use_cache=False)
     assert torch.equal(cached, plain)
     assert (cached_logits - plain_logits).abs().max() <= 1e-5
 
@@ -340,7 +344,7 @@ def test_encoder_decoder_decoder_is_causal_and_reads_the_source():
     model = EncoderDecoder(src_vocab=19, tgt_vocab=17, d_model=32, n_heads=4, n_layers=2, max_len=16).eval()
     g = torch.Generator().manual_seed(8)
     src, tgt = torch.randint(0, 19, (2, 9), generator=g), torch.randint(0, 17, (2, 7), generator=g)
-    logits, attention = model(src, tgt, return_attention=True)
+    logits, attention = model.forward_with_attention(src, tgt)
     assert logits.shape == (2, 7, 17) and attention["cross"][0].shape == (2, 4, 7, 9)
     changed_tgt = tgt.clone()
     changed_tgt[:, 4] = (changed_tgt[:, 4] + 1) % 17
@@ -368,7 +372,7 @@ def test_model_module_imports_only_torch_and_the_standard_library():
     imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
                 for alias in node.names}
     imported |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    assert imported <= {"math", "dataclasses", "torch"}
+    assert imported <= {"math", "dataclasses", "typing", "torch"}
 
 
 def test_sinusoidal_model_scales_token_embeddings_by_sqrt_d_before_adding_the_table() -> None:

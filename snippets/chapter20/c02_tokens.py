@@ -19,13 +19,17 @@ def shown(token):
 def compute():
     toy = CharTokenizer.from_text(LINE)  # 词表只有这句诗的七个字（外加 <pad>、<unk>）
     corpus = p08.prepare_data().tokenizer  # 词表来自 P08 的训练语料
+    corpus_chars = sum(len(text) for text in p08.load_corpus().values())  # 整份语料（训练 + 验证）的字符数
     toy_ids, corpus_ids = toy.encode(LINE), corpus.encode(LINE)
     unknown = [ch for ch, tok in zip(LINE, corpus.tokens(LINE)) if tok == UNK]
 
     rows = [[ch, toy_id, shown(tok), corpus_id] for ch, toy_id, tok, corpus_id in zip(LINE, toy_ids, corpus.tokens(LINE), corpus_ids)]
     frequent = corpus.vocab[2:7]  # 语料里最常见的五个字符：编号 2 到 6
     return {
-        "toy_round_trip": Claim("只由这句诗建立的词表能把它原样还原", toy.decode(toy_ids) == LINE),
+        "corpus_chars": Value(corpus_chars, ",d"),
+        "corpus_wan": Value(corpus_chars / 1e4, ".1f"),  # 以“万字”为单位
+        "toy_round_trip": Claim(
+"只由这句诗建立的词表能把它原样还原", toy.decode(toy_ids) == LINE),
         "has_unknown": Claim("P08 的语料里有这句诗没出现过的字", bool(unknown), unknown="".join(unknown)),
 
         "tokens": Table(columns=["字符", "玩具词表中的编号", "P08 词表中的词元", "P08 词表中的编号"], rows=rows),

@@ -21,6 +21,7 @@ from mkdocs.structure.files import File, Files
 from . import config as book_config
 from . import fix_notebook_html, fix_search, mathjax, pages, pool, report, webfont
 from .artifacts import decode
+from .background import BackgroundBuild
 from .environment import machine
 from .files import atomic_write_text
 from .render import Renderer, figure_target
@@ -39,6 +40,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.state: BuildState | None = None
         self.usage: report.Usage = {}
         self.options = Options()
+        self.background: BackgroundBuild | None = None
+        self.shown: dict[str, tuple] = {}  # snippet -> what its pages last showed (see _signature)
 
     # -- set-up --------------------------------------------------------------------------------------
 
@@ -62,6 +65,10 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         cfg = self.config
         self.options = book_config.options(cfg)
         pool.configure(cfg.preload)
+        if self.session is not None and self.session.project_root != self.project_root:
+            # MkDocs keeps an instance of a plugin that defines on_startup for the whole process (serve keeps
+            # it across rebuilds); another project loaded in the same process must not inherit this one's state.
+            self.session, self.state, self.background, self.shown = None, None, None, {}
         if self.session is None:
             self.session = BookSession(
                 self.project_root,
@@ -71,6 +78,10 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                 Path(config.docs_dir),
             )
         self.renderer = Renderer(self.project_root, f"{machine()}，{_dt.date.today().isoformat()}")
+        if self.serving and self.options.execute and self.background is None:
+            # `mkdocs serve` never waits for compute: pages are served at once, results land in the background.
+            self.background = BackgroundBuild(self.session, self.options, self.session.cache.root / "serve" / "landed",
+                                              log=log.info)
         if cfg.mathjax and mathjax.URI not in [str(s) for s in config.extra_javascript]:
             config.extra_javascript.append(mathjax.URI)
         return config
@@ -84,6 +95,9 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             path = self.project_root / rel
             if path.exists():
                 server.watch(str(path))
+        if self.background is not None:  # results landing in the background rebuild the pages that show them
+            self.background.stamp.parent.mkdir(parents=True, exist_ok=True)
+            server.watch(str(self.background.stamp.parent))
         return server
 
     def on_env(self, env: Any, *, config: Any, files: Files) -> Any:
@@ -102,7 +116,20 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
     def on_pre_build(self, *, config: Any) -> None:
         assert self.session is not None
         self.usage = pages.usage(Path(config.docs_dir))
-        self.state = state = self.session.build(self.options)
+        if self.background is not None and (self.state is None or self.background.running):
+            # The first serve build, and any rebuild while the backlog is still being computed: serve at once,
+            # compute in the background. Later rebuilds (an edit) run what they need before rendering, so one
+            # edit gives one rebuild that already shows its results.
+            self.background.options = self.options
+            state = self.background.merge(self.session.build(self.options, execute_missing=False))
+            waiting = [sid for sid, st in state.snippets.items() if st.status == "pending"]
+            if waiting:
+                log.info(f"{len(waiting)} snippet(s) not computed yet: their pages show placeholders until the "
+                         "background build fills them in")
+                self.background.ensure_running()
+        else:
+            state = self.session.build(self.options)
+        self.state = state
         self.timing_rows = self.session.write_timing(state)
 
         errors = report.error_report(state, self.usage)
@@ -132,17 +159,35 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self._use_executed_notebooks(files)
         if self.dirty:
             self._mark_pages_with_new_results(files)
+        elif self.state is not None:  # remember what is shown, for the next dirty rebuild
+            for sid, st in self.state.snippets.items():
+                self.shown[sid] = self._signature(st, self.state.entries.get(sid))
         if self.config.mathjax:
             files.append(File.generated(config, mathjax.URI, abs_src_path=str(mathjax.source())))
         return files
 
+    @staticmethod
+    def _signature(st: Any, entry: Any) -> tuple:
+        """What a snippet's pages show: its status and which results (or which error)."""
+        if entry is not None:
+            return ("results", entry.fingerprint)
+        if st.error is not None:
+            return (st.status, st.error.location(), st.error.message)
+        return (st.status, st.key)
+
     def _mark_pages_with_new_results(self, files: Files) -> None:
-        """In a dirty rebuild MkDocs re-renders only pages whose source changed; a page whose snippet just
-        re-ran (or failed) must be re-rendered too, although its Markdown did not change."""
+        """In a dirty rebuild MkDocs re-renders only pages whose source changed; a page whose results changed
+        must be re-rendered too, although its Markdown did not: a snippet that re-ran, failed, landed in the
+        background, or came back from the cache after an edit was undone (a fixed error must not stay)."""
         assert self.state is not None
-        fresh = {sid for sid, st in self.state.snippets.items() if st.status in ("ran", "error")}
-        shown = {where.rsplit(":", 1)[0] for (sid, _), wheres in self.usage.items() if sid in fresh for where in wheres}
-        shown |= {f"{sid}.ipynb" for sid in fresh if self.state.snippets[sid].snippet.is_notebook}
+        changed = set()
+        for sid, st in self.state.snippets.items():
+            sig = self._signature(st, self.state.entries.get(sid))
+            if self.shown.get(sid) != sig:
+                changed.add(sid)
+            self.shown[sid] = sig
+        shown = {where.rsplit(":", 1)[0] for (sid, _), wheres in self.usage.items() if sid in changed for where in wheres}
+        shown |= {f"{sid}.ipynb" for sid in changed if self.state.snippets[sid].snippet.is_notebook}
         for page in shown:
             f = files.get_file_from_path(page)
             if f is not None:
@@ -208,6 +253,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             return self.renderer.source(st.snippet.path, self._helpers(ref.snippet))
         if st.status == "skipped":
             return self.renderer.placeholder(ref)
+        if st.status == "pending":
+            return self.renderer.pending(ref, st.snippet.record_path)
         if st.error is not None:
             return self.renderer.error(ref, st.error)
         result = st.results.get(ref.key)

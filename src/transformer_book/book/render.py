@@ -107,6 +107,29 @@ class Renderer:
         tb = "\n".join("        " + line for line in err.traceback.rstrip().splitlines())
         return f'!!! failure "片段 {ref.snippet} 运行出错"\n\n    {text}\n\n    ```text\n{tb}\n    ```\n'
 
+    def pending(self, ref: Ref, record_path: Path) -> str:
+        """A result that is being computed (``mkdocs serve``): the recorded one where the record can show it,
+        marked as such; otherwise a placeholder. The page reloads by itself when the result lands."""
+        from . import records
+        from .results import from_data
+
+        try:
+            rec = (records.load(record_path) or {}).get("results", {}).get(ref.key)
+        except ValueError:
+            rec = None
+        note = "来自记录，正在重新计算"
+        if rec is not None and rec.get("type") == "value" and ref.kind == "value":
+            shown = self.value(ref, from_data({**rec, "tolerance": None}))
+            return f'<span class="book-pending" title="{note}">{shown}<sup class="book-pending-mark">⟳</sup></span>'
+        if rec is not None and rec.get("type") == "table" and ref.kind == "table" and rec.get("formats"):
+            caption = ref.caption or ""
+            return (f'!!! info "{note}"\n\n    这张表来自上一次的记录；`{ref.snippet}` 正在重新计算，算完后页面会自动刷新。\n\n'
+                    + self.table(from_data({**rec, "tolerance": None}), caption))
+        if ref.kind in ("value", "claim"):
+            return f'<span class="book-pending" title="正在计算">⟨{ref.snippet}:{ref.key} 正在计算…⟩</span>'
+        return (f'!!! info "正在计算"\n\n    `{ref.snippet}:{ref.key}` 还没有算完（构建在后台运行它），'
+                "算完后这一页会自动刷新。\n")
+
     @staticmethod
     def placeholder(ref: Ref, why: str = "本次构建关闭了代码执行") -> str:
         if ref.kind in ("value", "claim"):

@@ -292,7 +292,7 @@ class Table(Result):
 
     def to_record(self) -> dict[str, Any]:
         out = self.to_data()
-        del out["formats"], out["caption"]
+        del out["caption"]  # the formats stay: a page can be rendered from its record while the snippet reruns
         return out
 
     @classmethod

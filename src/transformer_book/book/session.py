@@ -81,11 +81,12 @@ def _rel(path: Path, root: Path) -> str:
 @dataclass
 class SnippetState:
     snippet: Snippet
-    status: str  # "cached" | "ran" | "error" | "skipped"
+    status: str  # "cached" | "ran" | "error" | "skipped" | "pending" (not computed yet: execute_missing=False)
     seconds: float = 0.0
     results: dict[str, Result] = field(default_factory=dict)
     error: SnippetError | None = None
     budget: float | None = None
+    key: str = ""  # the cache key it was looked up under ("" when not known yet: a requirement is pending)
 
 
 @dataclass
@@ -159,7 +160,13 @@ class BookSession:
 
         return LocalExecutor(workers or None)
 
-    def build(self, options: Options, only: list[str] | None = None, progress: Progress | None = None) -> BuildState:
+    def build(self, options: Options, only: list[str] | None = None, progress: Progress | None = None,
+              execute_missing: bool = True) -> BuildState:
+        """Results of every selected snippet: from the cache, or executed.
+
+        ``execute_missing=False`` executes nothing: what the cache cannot answer is reported as ``"pending"``
+        (with the key it needs, when that is known) — ``mkdocs serve`` renders those pages at once and lets a
+        background build fill them in (:mod:`.background`)."""
         found = self.discover()
         requires: dict[str, list[str]] = {}
         bad_requires: dict[str, str] = {}
@@ -188,7 +195,7 @@ class BookSession:
         reverse = os.environ.get("BOOK_ORDER", "") == "reverse"  # a calibration perturbation
         queue: list[tuple[float, str, Task]] = []
         keys: dict[str, str] = {}
-        pending = set(selected)
+        unresolved = set(selected)
         running: dict[Future, tuple[str, Task]] = {}
         executor: Executor | None = None
 
@@ -205,20 +212,25 @@ class BookSession:
             progressed = True
             while progressed:
                 progressed = False
-                for sid in sorted(pending):
+                for sid in sorted(unresolved):
                     reqs = requires[sid]
                     if sid in bad_requires:
                         fail(sid, bad_requires[sid])
                     elif any(r in states and states[r].status == "error" for r in reqs):
                         failed = [r for r in reqs if states[r].status == "error"]
                         fail(sid, f"required snippet(s) failed: {', '.join(failed)}")
+                    elif any(r in states and states[r].status == "pending" for r in reqs):
+                        settle(sid, SnippetState(found[sid], "pending"))
                     elif all(r in entries for r in reqs):
                         snip = found[sid]
                         keys[sid] = cache_key(snip, snip.source(), {r: entries[r].fingerprint for r in reqs})
                         entry = None if fresh else self.cache.load(sid, keys[sid])
                         if entry is not None:
                             entries[sid] = entry
-                            settle(sid, SnippetState(snip, "cached", entry.seconds, entry.results, None, entry.budget))
+                            settle(sid, SnippetState(snip, "cached", entry.seconds, entry.results, None, entry.budget,
+                                                     keys[sid]))
+                        elif not execute_missing:
+                            settle(sid, SnippetState(snip, "pending", key=keys[sid]))
                         else:
                             provided = tuple((r, name, file) for r in reqs
                                              for name, file in self.cache.artifact_files(entries[r]).items())
@@ -227,7 +239,7 @@ class BookSession:
                             heapq.heappush(queue, (rank if reverse else -rank, sid, task))
                     else:
                         continue
-                    pending.discard(sid)
+                    unresolved.discard(sid)
                     progressed = True
 
         try:
@@ -247,17 +259,17 @@ class BookSession:
                     out = executor.outcome(task, fut)
                     snip = found[sid]
                     if out.error is not None:
-                        settle(sid, SnippetState(snip, "error", out.seconds, {}, out.error, out.budget))
+                        settle(sid, SnippetState(snip, "error", out.seconds, {}, out.error, out.budget, keys[sid]))
                         continue
                     entry = Entry(keys[sid], sid, out.deps, out.results, out.seconds, out.budget, out.artifacts)
                     self.cache.store(entry)
                     entries[sid] = entry
-                    settle(sid, SnippetState(snip, "ran", out.seconds, out.results, None, out.budget))
+                    settle(sid, SnippetState(snip, "ran", out.seconds, out.results, None, out.budget, keys[sid]))
                 resolve_ready()
         finally:
             if executor is not None:
                 executor.close()
-        for sid in pending:  # only possible if a requirement is outside the selection
+        for sid in unresolved:  # only possible if a requirement is outside the selection
             fail(sid, "required snippet(s) were not run")
 
         state = BuildState(dict(sorted(states.items())), entries=entries)

@@ -1,0 +1,79 @@
+"""Computing snippets in the background while ``mkdocs serve`` already serves every page.
+
+A serve build never waits for compute: it takes what the cache holds and renders the rest as placeholders
+(``BookSession.build(..., execute_missing=False)``). This module runs the real build in a thread; each time a
+snippet lands in the cache (or fails), it touches a *stamp* file that the server watches, so MkDocs rebuilds,
+the pages pick up the new results, and livereload refreshes the browser. A failure is kept here (failures
+are not cached) so that the next serve build shows it on its pages instead of waiting for it again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .files import atomic_write_text
+from .session import BookSession, BuildState, Options, SnippetState
+
+
+@dataclass
+class BackgroundBuild:
+    session: BookSession
+    options: Options
+    stamp: Path  # touched whenever a result lands; the server watches its folder
+    log: Callable[[str], None] = print
+    errors: dict[str, SnippetState] = field(default_factory=dict)  # snippet -> its failure (with the key it ran under)
+    _thread: threading.Thread | None = None
+    _again: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def merge(self, state: BuildState) -> BuildState:
+        """Show a remembered failure in place of "pending" while the snippet's key is still the one that failed."""
+        for sid, st in state.snippets.items():
+            failed = self.errors.get(sid)
+            if st.status == "pending" and failed is not None and failed.key and failed.key == st.key:
+                state.snippets[sid] = failed
+        return state
+
+    def ensure_running(self) -> None:
+        """Start the background build, or ask the running one to go round once more (a source changed)."""
+        with self._lock:
+            if self.running:
+                self._again = True
+                return
+            self._thread = threading.Thread(target=self._run, name="book-background", daemon=True)
+            self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _landed(self, sid: str, st: SnippetState) -> None:
+        if st.status == "error":
+            self.errors[sid] = st
+        elif st.status == "ran":
+            self.errors.pop(sid, None)
+        else:
+            return
+        atomic_write_text(self.stamp, f"{time.time()} {sid} {st.status}\n")
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                self._again = False
+            start = time.perf_counter()
+            state = self.session.build(self.options, progress=self._landed)
+            ran = [sid for sid, st in state.snippets.items() if st.status in ("ran", "error")]
+            if ran:
+                self.log(f"background: {len(ran)} snippet(s) computed in {time.perf_counter() - start:.1f} s")
+            with self._lock:
+                if not self._again:
+                    self._thread = None
+                    return

@@ -1,0 +1,87 @@
+"""The layout promises: folders that mirror the book, an engine that knows nothing of the rest of the package,
+one job per engine module, and snippets that show readers the computation and nothing else."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "src" / "transformer_book"
+ENGINE = PACKAGE / "book"
+SNIPPETS = ROOT / "snippets"
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Absolute module names a file imports (relative imports resolved against the package)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                found.add(".".join(base + ([node.module] if node.module else [])))
+            elif node.module:
+                found.add(node.module)
+    return found
+
+
+@pytest.mark.parametrize("path", sorted(ENGINE.glob("*.py")), ids=lambda p: p.name)
+def test_the_engine_imports_nothing_from_the_rest_of_the_package(path: Path) -> None:
+    outside = {m for m in imported_modules(path) if m.startswith("transformer_book") and not m.startswith("transformer_book.book")}
+    assert outside == set(), f"{path.name} imports {sorted(outside)}: the engine must know nothing about Transformers"
+
+
+@pytest.mark.parametrize("path", sorted(ENGINE.glob("*.py")), ids=lambda p: p.name)
+def test_every_engine_module_states_its_one_job_in_its_first_line(path: Path) -> None:
+    doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")))
+    assert doc, f"{path.name} has no module docstring"
+    first = doc.splitlines()[0]
+    assert first.strip() and len(first) <= 120, f"{path.name}: the first line should state its job in one line"
+
+
+def test_no_engine_module_reaches_for_another_modules_private_names() -> None:
+    offenders = []
+    for path in sorted(ENGINE.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                offenders += [f"{path.name}: from .{node.module} import {a.name}" for a in node.names
+                              if a.name.startswith("_") and a.name != "__version__"]
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                owner = node.value
+                if isinstance(owner, ast.Name) and owner.id not in ("self", "cls"):
+                    offenders.append(f"{path.name}:{node.lineno}: {owner.id}.{node.attr}")
+    assert offenders == []
+
+
+def test_part_specific_code_lives_in_a_folder_named_after_its_part() -> None:
+    """A newcomer writing 第20章 knows their three folders: docs/chapter20, snippets/chapter20, the package's chapter20."""
+    for part in ("lecture07", "chapter20"):
+        assert (ROOT / "docs" / part).is_dir() and (SNIPPETS / part).is_dir() and (PACKAGE / part).is_dir()
+    shared = {p.stem for p in PACKAGE.glob("*.py")}
+    for part in ("lecture07", "chapter20"):
+        assert not shared & {p.stem for p in (PACKAGE / part).glob("*.py") if p.stem != "__init__"}
+    # shared modules never import part-specific ones
+    for path in PACKAGE.glob("*.py"):
+        parts = {m for m in imported_modules(path) if m.startswith(("transformer_book.lecture07", "transformer_book.chapter20"))}
+        assert parts == set(), f"shared module {path.name} imports part-specific {sorted(parts)}"
+
+
+def snippet_files() -> list[Path]:
+    return sorted(SNIPPETS.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", snippet_files(), ids=lambda p: p.relative_to(SNIPPETS).as_posix())
+def test_snippets_carry_no_runner_boilerplate_and_no_asserts(path: Path) -> None:
+    """What a reader sees in a code fold is the computation: claims replace asserts, the engine runs the file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    mains = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Compare) and isinstance(n.left, ast.Name)
+             and n.left.id == "__name__"]
+    asserts = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Assert)]
+    assert mains == [] and asserts == [], f"__name__ checks at {mains}, asserts at {asserts}"
