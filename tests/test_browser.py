@@ -121,6 +121,12 @@ class Visit:
 # Run in the page after "load": waits for MathJax and the fonts, then reports what a reader would see.
 COLLECT = r"""
 async () => {
+  // Typeset formulas that a reader cannot see: an SVG collapsed to (almost) nothing, outside closed folds.
+  const COLLAPSED_MATH = () => [...document.querySelectorAll('.md-content mjx-container > svg')]
+    .filter(s => !s.closest('details:not([open])') && s.getClientRects().length
+                 && (s.getBoundingClientRect().width < 4 || s.getBoundingClientRect().height < 4))
+    .map(s => (s.closest('.arithmatex') || s).textContent.slice(0, 60) || s.getAttribute('viewBox'));
+
   const timeout = (ms) => new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), ms));
   const out = {mathjax: false, mathjaxError: null};
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
@@ -145,6 +151,7 @@ async () => {
   out.mjx = content.querySelectorAll('mjx-container').length;
   out.mathErrors = [...content.querySelectorAll('mjx-merror')].map(
     e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 120));
+  out.collapsedMath = COLLAPSED_MATH();
 
   // Images: loaded (lazy ones are asked to load now) and described.
   out.images = [];
@@ -179,6 +186,12 @@ async () => {
 # At phone size: does anything widen the page? Which tables scroll inside their box?
 PHONE_LAYOUT = r"""
 async () => {
+  // Typeset formulas that a reader cannot see: an SVG collapsed to (almost) nothing, outside closed folds.
+  const COLLAPSED_MATH = () => [...document.querySelectorAll('.md-content mjx-container > svg')]
+    .filter(s => !s.closest('details:not([open])') && s.getClientRects().length
+                 && (s.getBoundingClientRect().width < 4 || s.getBoundingClientRect().height < 4))
+    .map(s => (s.closest('.arithmatex') || s).textContent.slice(0, 60) || s.getAttribute('viewBox'));
+
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   const root = document.documentElement;
   const width = root.clientWidth;
@@ -208,7 +221,8 @@ async () => {
     return {wrapped: !!t.closest('.md-typeset__scrollwrap'), scrollWidth: wrap.scrollWidth,
             clientWidth: wrap.clientWidth, overflowX: getComputedStyle(wrap).overflowX};
   });
-  return {scrollWidth: root.scrollWidth, clientWidth: width, innerWidth: window.innerWidth, wide, tables};
+  return {scrollWidth: root.scrollWidth, clientWidth: width, innerWidth: window.innerWidth, wide, tables,
+          collapsedMath: COLLAPSED_MATH()};
 }
 """
 
@@ -357,6 +371,17 @@ def test_every_formula_is_typeset(visits: dict[str, Visit]) -> None:
     _report(problems, "formulas that a reader sees as raw TeX")
 
 
+def test_every_typeset_formula_can_be_seen_at_desktop_and_phone_size(visits: dict[str, Visit]) -> None:
+    """Typeset is not enough: below Material's wide-screen breakpoint a display formula's SVG once collapsed
+    to 1 × 1 px (a circular min-content / max-width: 100%), so phones showed a blank where the formula was."""
+    problems = []
+    for v in _examined(visits):
+        for where, info in (("desktop", v.info), ("phone", v.phone)):
+            for tex in info.get("collapsedMath", [])[:3]:
+                problems.append(f"{v.page or '/'} ({where}): formula drawn at (almost) zero size: {tex!r}")
+    _report(problems, "formulas a reader cannot see")
+
+
 def test_every_image_loads_and_is_described(visits: dict[str, Visit]) -> None:
     problems = []
     images = 0
@@ -495,3 +520,103 @@ def test_search_looks_up_and_highlights_the_whole_typed_term(search_box, query: 
     href = search_box.eval_on_selector(".md-search-result__item a.md-search-result__link", "a => a.href")
     highlighted = parse_qs(urlsplit(href).query).get("h", [""])[0].split()
     assert query in highlighted, f"{query!r} is searched and highlighted as {highlighted}"
+
+
+# ------------------------------------------------------------------------------------- origin of numbers
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_hovering_or_tapping_a_number_shows_where_it_comes_from(chromium, site_url: str, size: str) -> None:
+    """§2: hover (desktop) or tap (phone) an inline number: a popover names its snippet and result key, the
+    full value, its kind, tolerance and record; its first link unfolds the snippet's code on the same page."""
+    phone = size == "phone"
+    context = chromium.new_context(viewport=PHONE if phone else DESKTOP, has_touch=phone, is_mobile=phone,
+                                   locale="zh-CN")
+    page = context.new_page()
+    try:
+        page.goto(site_url + "lecture07/s02-self-attention/", wait_until="load")
+        page.evaluate(WAIT_TYPESET)
+        number = page.locator(".md-content p span.book-origin").first
+        number.scroll_into_view_if_needed()
+        shown = number.inner_text()
+        key = page.evaluate("e => JSON.parse(e.getAttribute('data-origin')).key", number.element_handle())
+        number.tap() if phone else number.hover()
+        pop = page.locator(".book-origin-pop")
+        pop.wait_for(state="visible", timeout=5_000)
+        text = pop.inner_text()
+        assert "lecture07/soft_lookup" in text and key in text, text
+        assert "完整数值" in text and "精确值" in text and "记录于" in text and "torch" in text, text
+        full = pop.locator(".book-origin-value").inner_text()
+        assert full.startswith(shown.rstrip("0").rstrip(".")[:3]) and len(full) > len(shown), (shown, full)
+        box, width = pop.bounding_box(), page.viewport_size["width"]
+        assert box["x"] >= 0 and box["x"] + box["width"] <= width + 1, f"the popover sticks out: {box}"
+        pop.locator("a.book-origin-source").click()
+        page.wait_for_function("location.hash.startsWith('#src-')")
+        opened = page.evaluate("""() => { const a = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+                                           const d = (a.closest('p') || a).nextElementSibling;
+                                           return d && d.tagName === 'DETAILS' && d.open && d.textContent }""")
+        assert opened and "def compute" in opened, "the link did not unfold the snippet's code"
+        record = page.evaluate("() => document.querySelector('[data-origin]') && "
+                               "JSON.parse(document.querySelector('[data-origin]').getAttribute('data-origin')).record")
+        response = page.request.get(page.url.split("#")[0] + record)
+        assert response.ok and "soft_lookup" in response.text()
+    finally:
+        context.close()
+
+
+# ---------------------------------------------------------------------------------------------- dark mode
+
+
+def _contrast(png: bytes) -> tuple[float, tuple[int, int, int]]:
+    """WCAG contrast of a figure's darkest marks (text, axes) against the colour at its edge, and that colour."""
+    import io
+
+    from PIL import Image
+
+    img = Image.open(io.BytesIO(png)).convert("RGB")
+    w, h = img.size
+    px = img.load()
+
+    def lum(c: tuple[int, int, int]) -> float:
+        def ch(v: int) -> float:
+            v = v / 255
+            return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+        return 0.2126 * ch(c[0]) + 0.7152 * ch(c[1]) + 0.0722 * ch(c[2])
+
+    edge = [px[x, y] for x in range(w) for y in (1, h - 2)] + [px[x, y] for y in range(h) for x in (1, w - 2)]
+    bg = max(set(edge), key=edge.count)
+    lb = lum(bg)
+    ratios = sorted(((max(lum(px[x, y]), lb) + 0.05) / (min(lum(px[x, y]), lb) + 0.05))
+                    for x in range(0, w, 2) for y in range(0, h, 2))
+    return ratios[int(len(ratios) * 0.999)], bg  # the strongest marks, ignoring a few stray pixels
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_figures_stay_legible_in_the_light_and_the_dark_scheme(chromium, site_url: str, scheme: str) -> None:
+    """The palette toggle is there and switches the scheme; in either scheme, the text and axes of every figure
+    on a page stand out from what is behind them (WCAG contrast at least 4.5), measured on a screenshot."""
+    context = chromium.new_context(viewport=DESKTOP, color_scheme=scheme, locale="zh-CN")
+    page = context.new_page()
+    try:
+        page.goto(site_url + "lecture07/s05-position/", wait_until="load")
+        page.evaluate(WAIT_TYPESET)
+        expected = "slate" if scheme == "dark" else "default"
+        assert page.get_attribute("body", "data-md-color-scheme") == expected
+        toggle = page.locator("form[data-md-component=palette] label:visible")
+        assert toggle.count() == 1, "no light/dark toggle in the header"
+        figures = page.locator(".md-content figure.book-figure img")
+        assert figures.count() >= 2
+        problems = []
+        for i in range(figures.count()):
+            img = figures.nth(i)
+            img.scroll_into_view_if_needed()
+            page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=img.element_handle())
+            ratio, bg = _contrast(img.screenshot())
+            if ratio < 4.5:
+                problems.append(f"figure {i + 1} ({img.get_attribute('src')}): contrast {ratio:.2f} on background {bg}")
+        _report(problems, f"figures hard to read in the {scheme} scheme")
+        toggle.click()  # the toggle switches to the other scheme
+        other = "default" if scheme == "dark" else "slate"
+        page.wait_for_function(f"document.body.getAttribute('data-md-color-scheme') === '{other}'")
+    finally:
+        context.close()

@@ -143,7 +143,7 @@ def test_a_measured_value_far_off_passes_and_is_labelled_as_measured(project: Pa
     done = build(project, "-d", str(site), BOOK_CI="1")
     assert done.returncode == 0, output(done)
     html = (site / "part" / "page" / "index.html").read_text(encoding="utf-8")
-    assert 'class="book-measured"' in html and "在构建本书的机器上测得" in html and "30.0" in html
+    assert 'class="book-origin book-measured"' in html and "在构建本书的机器上测得" in html and "30.0" in html
     assert "book-measured-note" in html and "「秒」" in html  # the table's measured column is named
 
 
@@ -162,7 +162,8 @@ def test_a_cited_claim_shows_a_check_mark_with_its_statement(project: Path) -> N
     site = project / "site"
     assert build(project, "-d", str(site)).returncode == 0
     html = (site / "part" / "page" / "index.html").read_text(encoding="utf-8")
-    assert 'class="book-claim"' in html and "缓存至少快 1.5 倍" in html
+    assert 'class="book-claim book-origin"' in html and "缓存至少快 1.5 倍" in html
+    assert 'aria-label="由代码核对：缓存至少快 1.5 倍"' in html  # read out by a screen reader, too
 
 
 def test_a_claim_no_page_cites_fails_the_strict_build(project: Path) -> None:

@@ -89,6 +89,14 @@ def statuses(state) -> dict[str, str]:
     return {sid: st.status for sid, st in state.snippets.items()}
 
 
+ORIGIN_SPAN = re.compile(r'<span class="book-origin" [^>]*>([^<]*)</span>')
+
+
+def unwrap_origins(markdown: str) -> str:
+    """The page without the origin markup around inline values (tested on its own below)."""
+    return ORIGIN_SPAN.sub(r"\1", markdown)
+
+
 def mkdocs_build(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **env}
     for var in ("BOOK_CI", "BOOK_FRESH", "BOOK_EXECUTE"):
@@ -376,7 +384,7 @@ def _serve_plugin(project: Path):
             plugin.on_pre_build(config=config)  # … and the stamp's rebuild picks them up
         f = files.get_file_from_path(page_path)
         page = Page(None, f, config)
-        return plugin.on_page_markdown(f.content_string, page=page, config=config, files=files)
+        return unwrap_origins(plugin.on_page_markdown(f.content_string, page=page, config=config, files=files))
 
     return render
 
@@ -555,7 +563,7 @@ def _served(project: Path, dirty: bool = True):
         plugin.on_pre_build(config=config)
         files = plugin.on_files(get_files(config), config=config)
         f = files.get_file_from_path(page_path)
-        return plugin.on_page_markdown(f.content_string, page=Page(None, f, config), config=config, files=files)
+        return unwrap_origins(plugin.on_page_markdown(f.content_string, page=Page(None, f, config), config=config, files=files))
 
     return config, plugin, render
 
@@ -628,3 +636,51 @@ def shutil_rmtree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path, ignore_errors=True)
+
+
+def test_every_shown_result_carries_its_origin_and_the_page_holds_the_code_behind_each_number(project: Path) -> None:
+    import html as html_lib
+
+    site = project / "site"
+    done = mkdocs_build(project, "-d", str(site))  # the first build writes the records
+    assert done.returncode == 0, done.stdout + done.stderr
+    done = mkdocs_build(project, "-d", str(site))
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (site / "part" / "page" / "index.html").read_text(encoding="utf-8")
+    origins = [json.loads(html_lib.unescape(m)) for m in re.findall(r'data-origin="([^"]*)"', page)]
+    by_key = {(o["snippet"], o["key"]): o for o in origins}
+    answer = by_key[("part/a", "answer")]
+    assert answer["value"] == "1.5" and "精确值" in answer["kind"] and "相对 1e-06" in answer["tolerance"]
+    record = json.loads((project / "snippets" / "part" / "a.record.json").read_text(encoding="utf-8"))
+    assert answer["recorded"].startswith(record["provenance"]["date"]) and "torch" in answer["recorded"]
+    assert ("part/a", "grid") in by_key and "行 × " in by_key[("part/a", "grid")]["value"]  # the table's badge
+    other = by_key[("part/b", "other")]
+    assert other["value"] == "7.0"
+    # each popover links to the snippet's code on the same page — b is cited inline only, so its fold is
+    # appended at the end of the page — and to the whole record, which the site carries
+    for o in (answer, other):
+        assert f'id="{o["source"][1:]}"' in page, o["source"]
+        assert (site / "part" / "page" / o["record"]).resolve().is_file(), o["record"]
+    assert page.index("本页正文中的数字由下面的代码算出") < page.index('id="src-part-b"')
+    assert "snippets/part/b.py" in page
+    assert '1.50</span>' in page  # the number itself is still what the text shows
+
+
+def test_an_origin_survives_markdown_characters_in_a_claim(project: Path) -> None:
+    import html as html_lib
+
+    write(project / "snippets" / "part" / "c.py", '''
+        from transformer_book.book import Claim
+
+        def compute():
+            return {"ok": Claim("`F.gelu` 的 $x\\\\,\\\\Phi(x)$ 与 [链接](x) *强调* 都原样保留", True, n=1)}
+    ''')
+    write(project / "docs" / "part" / "page.md", PAGE + "\n一句话。{{ claim c:ok }}\n")
+    site = project / "site"
+    done = mkdocs_build(project, "-d", str(site))
+    assert done.returncode == 0, done.stdout + done.stderr
+    page = (site / "part" / "page" / "index.html").read_text(encoding="utf-8")
+    (raw,) = [m for m in re.findall(r'data-origin="([^"]*)"', page) if "c&quot;" in m or "part/c" in html_lib.unescape(m)]
+    claim = json.loads(html_lib.unescape(raw))
+    assert claim["statement"] == "`F.gelu` 的 $x\\,\\Phi(x)$ 与 [链接](x) *强调* 都原样保留"
+    assert claim["value"] == "成立：n = 1"

@@ -109,6 +109,26 @@ def test_every_internal_link_and_anchor_resolves(built_site: Path, parsed_site: 
     assert not problems, f"broken internal links ({len(problems)}):\n  " + "\n  ".join(problems)
 
 
+PAGE_BUDGET = 500_000  # bytes of HTML per page: a reader on a phone downloads the page before any of it shows
+
+
+@pytest.mark.slow
+def test_no_page_is_heavier_than_the_budget(built_site: Path) -> None:
+    """Every HTML page stays under the budget; the five heaviest are printed (pytest -s) to watch the trend.
+
+    What keeps pages light: the API reference is one page per module, figures are separate SVG files, and the
+    notebook pages share one stylesheet instead of inlining JupyterLab's (~570 KB) into each."""
+    sizes = sorted(((p.stat().st_size, p.relative_to(built_site).as_posix()) for p in built_site.rglob("*.html")),
+                   reverse=True)
+    print("heaviest pages:", ", ".join(f"{name} {size / 1000:.0f} KB" for size, name in sizes[:5]))
+    print(f"site: {sum(f.stat().st_size for f in built_site.rglob('*') if f.is_file()) / 1e6:.1f} MB")
+    assert len(sizes) >= 40
+    over = [f"{name}: {size / 1000:.0f} KB" for size, name in sizes if size > PAGE_BUDGET]
+    assert over == [], f"pages over {PAGE_BUDGET / 1000:.0f} KB: {over}"
+    api = [name for _, name in sizes if name.startswith("api/")]
+    assert len(api) >= 15, f"the API reference should be one page per module: {api}"
+
+
 @pytest.mark.slow
 def test_every_search_result_location_resolves(built_site: Path, parsed_site: dict[str, _PageParser]) -> None:
     """The search index sends readers to ``page/#anchor``: each must land on a heading that exists."""
@@ -171,10 +191,16 @@ def _nav_parts() -> list[tuple[str, list[str]]]:
     """mkdocs.yml's nav: (title, [markdown files]) for each entry, in order."""
     config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_IgnoreTags)
     parts = []
+    def files_of(value) -> list[str]:  # a page, a titled page, or a (nested) section
+        if isinstance(value, list):
+            return [f for v in value for f in files_of(v)]
+        if isinstance(value, dict):
+            return files_of(next(iter(value.values())))
+        return [value]
+
     for entry in config["nav"]:
         (title, value), = entry.items() if isinstance(entry, dict) else ((None, entry),)
-        files = [next(iter(v.values())) if isinstance(v, dict) else v for v in value] if isinstance(value, list) else [value]
-        parts.append((title, files))
+        parts.append((title, files_of(value)))
     return parts
 
 

@@ -36,9 +36,10 @@ def compute():
         "seen_lengths_perfect": Claim("训练时见过的长度上，两个模型都全对",
                                       all(g.accuracy == 1.0 and r.accuracy == 1.0 for g, r in seen)),
         "rnn_perfect_longer": Claim("更长的句子上，RNN 仍然全对", all(r.accuracy == 1.0 for _, r in unseen)),
-        "gpt_worst_just_beyond": Claim("迷你 GPT 最差的一格在刚超出训练长度的 4 个修饰语处，明显低于 RNN（低于 95%）",
-                                       worst.n_modifiers == TRAIN_MAX_MODIFIERS + 1 and worst.accuracy < 0.95,
-                                       worst_modifiers=worst.n_modifiers, worst_accuracy=worst.accuracy),
+        "gpt_only_dips_at_4": Claim("迷你 GPT 在更长的句子上只有刚超出训练长度的 4 个修饰语一格可能掉下去，其余都在 98% 以上",
+                                    all(g.accuracy >= 0.98 for g, _ in unseen if g.n_modifiers != TRAIN_MAX_MODIFIERS + 1),
+                                    worst_modifiers=worst.n_modifiers, worst_accuracy=worst.accuracy),
+
         "table": table,
         "distance_per_modifier": Value(by_k[8].mean_distance / 8, ".1f"),
         "longest_prefix_seen": Value(by_k[TRAIN_MAX_MODIFIERS].longest_prefix, "d"),

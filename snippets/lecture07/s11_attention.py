@@ -89,10 +89,8 @@ def compute():
         results[f"example_{name}_distractor_max"] = Value(max(w[heads.index(best), list(item.distractor_pos)]),
                                                           ".2f", kind="trained")
         rc_verbs = [m.verb_pos for m in tl.parse(item.tokens).modifiers if m.verb_pos is not None]
-        if rc_verbs:  # 从句动词同样“泄露”主语的单复数：有没有头在看它们？
-            results[f"example_{name}_no_verb_head"] = Claim(
-                "这个例句里，没有哪个头把注意力集中在从句动词上（都不到均匀分配的 2 倍）",
-                float(w[:, rc_verbs].max()) < 2 * summary.uniform, largest=float(w[:, rc_verbs].max()))
+        if rc_verbs:  # 从句动词同样“泄露”主语的单复数：分给它们最多的那个头给了多少？
+            results[f"example_{name}_verb_max"] = Value(float(w[:, rc_verbs].max()), ".2f", kind="trained")
         image = ax.imshow(w, cmap="Blues", vmin=0, vmax=1, aspect="auto")
         ax.set_xticks(range(len(item.prefix)), item.prefix, rotation=45, ha="right")
         ax.set_yticks(range(len(heads)), [f"头 {head_label(*lh)}" for lh in heads])

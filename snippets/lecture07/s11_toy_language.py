@@ -41,6 +41,9 @@ def compute():
         "by_count": by_count,
         "vocab_size": Value(len(data.vocab), "d"),
         "n_train": Value(len(data.train_sentences), ",d"),
+        "n_dev": Value(len(data.dev_sentences), ",d"),
+        "n_test": Value(len(data.test_sentences), ",d"),
+
         "n_train_tokens": Value(data.train.n_predicted, ",d"),
         "longest_sentence": Value(longest, "d"),
         "mean_length": Value(sum(len(p.tokens) for p in parses) / len(parses), ".1f"),

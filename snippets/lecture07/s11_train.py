@@ -1,4 +1,4 @@
-"""第 11.1 节：在玩具语言上训练迷你 GPT 和 RNN（LSTM），比较参数个数、每轮的开发集困惑度和测试集困惑度。
+"""第 11.1 节：在玩具语言上训练迷你 GPT 和 RNN（LSTM），比较参数个数、每轮的验证集困惑度和测试集困惑度。
 
 迷你 GPT：d = 64，4 个头，2 层，可学习的位置嵌入，Pre-LN，权重共享。RNN：第 5 讲的单层 LSTM，d = 64，权重共享。
 两者用同一份数据（20,000 个训练句子）和同一套设置（8 轮，批量 64，AdamW，最大学习率 3e-3，预热 200 步，
@@ -40,19 +40,19 @@ def compute():
     ax.plot(epochs, gpt.dev_perplexity, "o-", label="迷你 GPT")
     ax.plot(epochs, rnn.dev_perplexity, "s--", label="RNN（LSTM）")
     ax.axhline(floor_dev, color="gray", linestyle=":", label="语言本身的下限")
-    ax.set(xlabel="轮次", ylabel="开发集困惑度", xticks=list(epochs))
+    ax.set(xlabel="轮次", ylabel="验证集困惑度", xticks=list(epochs))
     ax.legend()
 
     gd, rd = gpt.dev_perplexity, rnn.dev_perplexity
     return {
-        "gpt_starts_slower": Claim("第 2 轮结束时，迷你 GPT 的开发集困惑度还高于 RNN", gd[1] > rd[1], gpt=gd[1], rnn=rd[1]),
-        "gpt_ahead_from_3": Claim("第 3 轮起，迷你 GPT 的开发集困惑度一直低于 RNN", all(g < r for g, r in zip(gd[2:], rd[2:]))),
+        "gpt_starts_slower": Claim("第 2 轮结束时，迷你 GPT 的验证集困惑度还高于 RNN", gd[1] > rd[1], gpt=gd[1], rnn=rd[1]),
+        "gpt_ahead_from_3": Claim("第 3 轮起，迷你 GPT 的验证集困惑度一直低于 RNN", all(g < r for g, r in zip(gd[2:], rd[2:]))),
         "gpt_slightly_lower": Claim("测试集上：语言本身的下限 < 迷你 GPT < RNN",
                                     floor_test < gpt.test_perplexity < rnn.test_perplexity,
                                     floor=floor_test, gpt=gpt.test_perplexity, rnn=rnn.test_perplexity),
         "both_near_floor": Claim("两个模型的测试集困惑度都在下限之上 3% 以内", rnn.test_perplexity / floor_test < 1.03
                                  and gpt.test_perplexity / floor_test < 1.03),
-        "curves_rise_once": Claim("两条开发集曲线都有回升的一轮", all(any(b > a for a, b in zip(c, c[1:])) for c in (gd, rd))),
+        "curves_rise_once": Claim("两条验证集曲线都有回升的一轮", all(any(b > a for a, b in zip(c, c[1:])) for c in (gd, rd))),
         "dev_perplexity": dev_table,
         "summary": summary,
         "curve": Figure(fig, kind="trained"),

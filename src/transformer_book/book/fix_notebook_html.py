@@ -1,8 +1,14 @@
-"""Fixing what mkdocs-jupyter's HTML gets wrong for this site: CDN scripts and Chinese heading ids."""
+"""Fixing what mkdocs-jupyter's HTML gets wrong for this site: CDN scripts, Chinese heading ids, and the
+half-megabyte of notebook CSS it inlines into every notebook page."""
 
 from __future__ import annotations
 
+import hashlib
+import posixpath
 import re
+from pathlib import Path
+
+from .files import atomic_write_text
 
 _EXTERNAL_SCRIPT = re.compile(
     r"<script\b[^>]*>(?:(?!</script>).)*?(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}/(?:(?!</script>).)*</script>"
@@ -13,11 +19,37 @@ _EXTERNAL_SCRIPT = re.compile(
 _NB_HEADING = re.compile(r'<h([1-6]) id="">(.*?)<a class="anchor-link" href="#">¶</a></h\1>', re.S)
 
 
-def fix(html_text: str) -> str:
+_STYLE = re.compile(r'<style type="text/css">\n?(.*?)</style>', re.S)
+STYLES = "assets/notebook"
+INLINE_LIMIT = 20_000  # a style block longer than this is moved to a shared file
+
+
+def fix(html_text: str, page_url: str = "", site_dir: Path | None = None) -> str:
     """nbconvert's template adds MathJax 2 and mermaid from CDNs; the site ships its own MathJax (configured
     to typeset notebook Markdown too), so those scripts go and the site stays offline. Chinese headings
-    get the ids the rest of the site uses."""
-    return chinese_heading_ids(_EXTERNAL_SCRIPT.sub("", html_text))
+    get the ids the rest of the site uses. With ``site_dir``, the notebook CSS moves to a shared file."""
+    html_text = chinese_heading_ids(_EXTERNAL_SCRIPT.sub("", html_text))
+    return external_styles(html_text, page_url, site_dir) if site_dir is not None else html_text
+
+
+def external_styles(html_text: str, page_url: str, site_dir: Path) -> str:
+    """Move the long ``<style>`` blocks (JupyterLab's theme, ~570 KB with its icons) into files under
+    ``assets/notebook/`` named by their content, linked from the page: every notebook page shares one copy
+    that the browser caches, and the page itself stays light (tests/test_site_links.py keeps a budget)."""
+    here = page_url if page_url.endswith("/") or not page_url else posixpath.dirname(page_url) + "/"
+
+    def move(m: re.Match[str]) -> str:
+        css = m.group(1)
+        if len(css) < INLINE_LIMIT:
+            return m.group(0)
+        name = f"{STYLES}/{hashlib.sha256(css.encode()).hexdigest()[:16]}.css"
+        target = site_dir / name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(target, css)
+        return f'<link rel="stylesheet" href="{posixpath.relpath(name, here.rstrip("/") or ".")}">'
+
+    return _STYLE.sub(move, html_text)
 
 
 def chinese_heading_ids(html_text: str) -> str:

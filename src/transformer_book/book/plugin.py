@@ -19,7 +19,7 @@ from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
 
 from . import config as book_config
-from . import fix_notebook_html, fix_search, mathjax, pages, pool, report, webfont
+from . import fix_notebook_html, fix_search, mathjax, origin, pages, pool, records, report, webfont
 from .artifacts import decode
 from .background import BackgroundBuild
 from .environment import machine
@@ -42,6 +42,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.options = Options()
         self.background: BackgroundBuild | None = None
         self.shown: dict[str, tuple] = {}  # snippet -> what its pages last showed (see _signature)
+        self.records_read: dict[str, dict[str, Any] | None] = {}
 
     # -- set-up --------------------------------------------------------------------------------------
 
@@ -77,13 +78,16 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                 self.project_root / cfg.report_dir,
                 Path(config.docs_dir),
             )
-        self.renderer = Renderer(self.project_root, f"{machine()}，{_dt.date.today().isoformat()}")
+        self.renderer = Renderer(self.project_root, f"{machine()}，{_dt.date.today().isoformat()}", self._record_of)
         if self.serving and self.options.execute and self.background is None:
             # `mkdocs serve` never waits for compute: pages are served at once, results land in the background.
             self.background = BackgroundBuild(self.session, self.options, self.session.cache.root / "serve" / "landed",
                                               log=log.info)
         if cfg.mathjax and mathjax.URI not in [str(s) for s in config.extra_javascript]:
             config.extra_javascript.append(mathjax.URI)
+        if origin.SCRIPT not in [str(s) for s in config.extra_javascript]:
+            config.extra_javascript.append(origin.SCRIPT)
+            config.extra_css.append(origin.STYLE)
         return config
 
     def on_serve(self, server: Any, *, config: Any, builder: Any) -> Any:
@@ -113,8 +117,19 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
 
     # -- running snippets ----------------------------------------------------------------------------
 
+    def _record_of(self, sid: str) -> dict[str, Any] | None:
+        """The committed record of a snippet (read once per build), for the origin of what it shows."""
+        if sid not in self.records_read:
+            st = self.state.snippets.get(sid) if self.state is not None else None
+            try:
+                self.records_read[sid] = records.load(st.snippet.record_path) if st is not None else None
+            except ValueError:
+                self.records_read[sid] = None
+        return self.records_read[sid]
+
     def on_pre_build(self, *, config: Any) -> None:
         assert self.session is not None
+        self.records_read = {}
         self.usage = pages.usage(Path(config.docs_dir))
         if self.background is not None and (self.state is None or self.background.running):
             # The first serve build, and any rebuild while the backlog is still being computed: serve at once,
@@ -164,6 +179,12 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                 self.shown[sid] = self._signature(st, self.state.entries.get(sid))
         if self.config.mathjax:
             files.append(File.generated(config, mathjax.URI, abs_src_path=str(mathjax.source())))
+        if self.state is not None:  # the "完整记录" link of every origin popover
+            for sid, st in self.state.snippets.items():
+                if st.snippet.record_path.exists():
+                    files.append(File.generated(config, origin.record_target(sid), abs_src_path=str(st.snippet.record_path)))
+        for uri, path in origin.assets().items():
+            files.append(File.generated(config, uri, abs_src_path=str(path)))
         return files
 
     @staticmethod
@@ -215,6 +236,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
 
     def on_page_markdown(self, markdown: str, *, page: Any, config: Any, files: Files) -> str:
         page_path = page.file.src_uri
+        self.renderer.page_url = page.url
         offset = _front_matter_lines(page.file.abs_src_path, markdown)
         try:
             explicit = {ref.snippet for ref in pages.find_refs(markdown, page_path, offset) if ref.kind == "source"}
@@ -222,13 +244,29 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             return self._fail(exc.where, exc.message, markdown_fallback=markdown)
         shown: set[str] = set()
 
+        inline: dict[str, None] = {}  # snippets whose values or claims the page shows, in page order
+
         def render_ref(ref: pages.Ref) -> str:
+            if ref.kind in ("value", "claim"):
+                inline.setdefault(ref.snippet)
             try:
                 return self._render(ref, explicit, shown)
             except pages.PageRefError as exc:
                 return self._fail(exc.where, exc.message, inline=ref.kind in ("value", "claim"))
 
-        return pages.render(markdown, page_path, offset, render_ref)
+        out = pages.render(markdown, page_path, offset, render_ref)
+        return out + self._inline_sources([sid for sid in inline if sid not in shown])
+
+    def _inline_sources(self, sids: list[str]) -> str:
+        """The code folds of the snippets a page cites only inline, at its end: every number's origin popover
+        links to the code that computed it on the same page."""
+        assert self.state is not None
+        folds = [self.renderer.source(self.state.snippets[sid].snippet.path, self._helpers(sid), sid)
+                 for sid in sids if sid in self.state.snippets and self.state.snippets[sid].status != "skipped"]
+        if not folds:
+            return ""
+        return ('\n\n<p class="book-sources-intro">本页正文中的数字由下面的代码算出：</p>\n\n'
+                + "\n".join(folds))
 
     def _fail(self, where: str, message: str, inline: bool = False, markdown_fallback: str | None = None) -> str:
         if not self.serving:
@@ -250,7 +288,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             raise pages.PageRefError(ref.where, f"unknown snippet {ref.snippet!r} (snippets: {known})")
         if ref.kind == "source":
             shown.add(ref.snippet)
-            return self.renderer.source(st.snippet.path, self._helpers(ref.snippet))
+            return self.renderer.source(st.snippet.path, self._helpers(ref.snippet), ref.snippet)
         if st.status == "skipped":
             return self.renderer.placeholder(ref)
         if st.status == "pending":
@@ -265,7 +303,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         body = self.renderer.result(ref, result)
         if ref.kind in ("table", "figure", "block") and ref.snippet not in explicit and ref.snippet not in shown:
             shown.add(ref.snippet)
-            body += "\n" + self.renderer.source(st.snippet.path, self._helpers(ref.snippet))
+            body += "\n" + self.renderer.source(st.snippet.path, self._helpers(ref.snippet), ref.snippet)
         return body
 
     def _helpers(self, sid: str) -> tuple[Path, ...]:
@@ -281,7 +319,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
 
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
         if page.file.src_uri.endswith(".ipynb"):
-            output = fix_notebook_html.fix(output)
+            output = fix_notebook_html.fix(output, page.url, Path(config.site_dir))
         return output
 
     # -- the end -------------------------------------------------------------------------------------

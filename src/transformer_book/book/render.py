@@ -10,15 +10,17 @@ from __future__ import annotations
 import ast
 import html
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
+from . import origin
 from .pages import PageRefError, Ref
 from .results import MEASURED, Block, Claim, Figure, Result, Table, Value, format_number
 from .worker import SnippetError
 
 GENERATED = "assets/generated"
-MEASURED_NOTE = "在构建本书的机器上测得"
+MEASURED_NOTE = origin.MEASURED_NOTE
 
 
 def figure_target(snippet: str, key: str) -> str:
@@ -33,6 +35,12 @@ def _attr(text: str) -> str:
 class Renderer:
     project_root: Path
     measured_on: str  # "AMD EPYC，2 核，Linux-x86_64，2026-12-01"
+    record_of: Callable[[str], dict[str, Any] | None] = field(default=lambda sid: None)  # snippet → its record
+    page_url: str = ""  # where the page being rendered is served (set per page by the plugin)
+
+    def origin(self, ref: Ref, result: Result) -> dict[str, str]:
+        return origin.describe(ref.snippet, ref.key, result, self.record_of(ref.snippet), self.page_url,
+                               self.measured_on)
 
     # -- results ---------------------------------------------------------------------------------------
 
@@ -46,34 +54,36 @@ class Renderer:
             return self.claim(ref, result)
         caption = ref.caption if ref.caption is not None else getattr(result, "caption", "")
         if isinstance(result, Table):
-            return self.table(result, caption)
+            return self.table(result, caption, origin.badge(self.origin(ref, result)))
         if isinstance(result, Block):
             return self.block(result, caption)
-        return self.figure(ref, caption)
+        return self.figure(ref, caption, origin.badge(self.origin(ref, result)))
 
     def value(self, ref: Ref, result: Value) -> str:
         try:
             text = format_number(result.value, ref.fmt if ref.fmt is not None else result.fmt)
         except ValueError as exc:
             raise PageRefError(ref.where, f"bad format {ref.fmt!r} for {result.value!r}: {exc}") from None
+        attrs = f'tabindex="0" {origin.attribute(self.origin(ref, result))}'
         if result.kind == MEASURED:
-            note = _attr(f"{MEASURED_NOTE}（{self.measured_on}）；换一台机器、换一种负载都会不同")
-            return f'<span class="book-measured" title="{note}">{text}<sup class="book-measured-mark">实测</sup></span>'
-        return text
+            return (f'<span class="book-origin book-measured" {attrs}>{text}'
+                    '<sup class="book-measured-mark">实测</sup></span>')
+        return f'<span class="book-origin" {attrs}>{text}</span>'
+
 
     def claim(self, ref: Ref, result: Claim) -> str:
         inputs = result.describe_inputs()
         detail = f"{result.statement}" + (f"（{inputs}）" if inputs else "")
         if result.holds:
-            title = _attr(f"由代码核对：{detail}；见 {ref.snippet}:{ref.key}")
-            return f'<sup class="book-claim" title="{title}">✓</sup>'
+            attrs = f'tabindex="0" aria-label="{_attr("由代码核对：" + result.statement)}" {origin.attribute(self.origin(ref, result))}'
+            return f'<sup class="book-claim book-origin" {attrs}>✓</sup>'
         text = html.escape(f"这句话已不成立：{detail}（{ref.snippet}:{ref.key}）", quote=False)
         return f'<span class="book-error">⚠ {text}</span>'
 
-    def table(self, result: Table, caption: str) -> str:
+    def table(self, result: Table, caption: str, badge: str = "") -> str:
         body = ""
-        if caption:
-            body += f'<p class="book-caption" markdown="span">{caption}</p>\n\n'
+        if caption or badge:
+            body += f'<p class="book-caption" markdown="span">{caption} {badge}</p>\n\n'
         body += result.to_markdown() + "\n"
         measured = result.measured_columns()
         if measured:
@@ -82,12 +92,12 @@ class Renderer:
                      f"（{self.measured_on}）：换一台机器、换一种负载都会不同，书只核对正文据此说出的结论。</p>\n")
         return body
 
-    def figure(self, ref: Ref, caption: str) -> str:
+    def figure(self, ref: Ref, caption: str, badge: str = "") -> str:
         rel = posixpath.relpath(figure_target(ref.snippet, ref.key), posixpath.dirname(ref.page) or ".")
         alt = caption or f"{ref.snippet} {ref.key}"
         body = f'<figure class="book-figure" markdown="span">\n  ![{alt}]({rel})\n'
-        if caption:
-            body += f"  <figcaption>{caption}</figcaption>\n"
+        if caption or badge:
+            body += f"  <figcaption>{caption} {badge}</figcaption>\n"
         return body + "</figure>\n"
 
     def block(self, result: Block, caption: str) -> str:
@@ -136,7 +146,7 @@ class Renderer:
             return f"⟨{ref.snippet}:{ref.key}⟩"
         return f'!!! note "未执行"\n\n    这里是 `{ref.snippet}:{ref.key}`（{why}）。\n'
 
-    def source(self, path: Path, helpers: tuple[Path, ...] = ()) -> str:
+    def source(self, path: Path, helpers: tuple[Path, ...] = (), sid: str = "") -> str:
         """The snippet's code as a collapsible listing, without runner boilerplate; then the helper modules
         beside it that it imported (``_*.py``), so the fold shows everything that is not the library."""
         root = self.project_root
@@ -151,7 +161,8 @@ class Renderer:
             return f"    {fence}python linenums=\"1\"\n{body}\n    {fence}\n"
 
         title = f"生成它的代码：`{rel(path)}`" + "".join(f"（及 `{h.name}`）" for h in helpers)
-        out = f'??? example "{title}"\n\n' + listing(path)
+        out = "" if not sid else f'<a id="{origin.anchor(sid)}" class="book-src-anchor"></a>\n\n'
+        out += f'??? example "{title}"\n\n' + listing(path)
         for h in helpers:
             out += f"\n    它导入的 `{rel(h)}`：\n\n" + listing(h)
         return out
