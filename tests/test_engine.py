@@ -684,3 +684,79 @@ def test_an_origin_survives_markdown_characters_in_a_claim(project: Path) -> Non
     claim = json.loads(html_lib.unescape(raw))
     assert claim["statement"] == "`F.gelu` 的 $x\\,\\Phi(x)$ 与 [链接](x) *强调* 都原样保留"
     assert claim["value"] == "成立：n = 1"
+
+
+NOTEBOOK_SNIPPET = '''
+"""一个小片段：一个数、一张表、一张图。"""
+
+import numpy as np
+
+from transformer_book.book import Figure, Table, Value
+from transformer_book.plotting import new_figure
+
+N = 4
+
+
+def compute():
+    xs = np.arange(N)
+    fig, ax = new_figure()
+    ax.plot(xs, xs ** 2)
+    ax.set_xlabel("位置")
+    return {
+        "x": Value(float(np.sqrt(2.25)), ".3f"),
+        "t": Table(columns=["n", "平方"], rows=[[int(i), int(i * i)] for i in xs], formats=["d", "d"]),
+        "f": Figure(fig),
+    }
+'''
+
+NOTEBOOK_PAGE = """# 第二页
+
+数是 {{ c:x | .2f }}，[回到第一页](page.md)。
+
+{{ table c:t "表 1　平方" }}
+
+{{ figure c:f "图 1　平方" }}
+
+!!! tip "提示"
+
+    里面也有 {{ c:x }}。
+"""
+
+
+def test_a_page_with_results_gets_a_runnable_notebook_that_reproduces_its_numbers(project: Path) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    from transformer_book.book import records
+    from transformer_book.book.drift import compare
+    from transformer_book.book.in_jupyter import RESULT_MIME
+    from transformer_book.book.results import from_data
+
+    write(project / "snippets" / "part" / "c.py", NOTEBOOK_SNIPPET)
+    write(project / "docs" / "part" / "page2.md", NOTEBOOK_PAGE)
+    site = project / "site"
+    for _ in range(2):  # the first build writes the records
+        done = mkdocs_build(project, "-d", str(site))
+        assert done.returncode == 0, done.stdout + done.stderr
+    html = (site / "part" / "page2" / "index.html").read_text(encoding="utf-8")
+    assert 'href="page2.ipynb" download' in html
+    nb = nbformat.read(site / "part" / "page2" / "page2.ipynb", as_version=4)
+    nbformat.validate(nb)
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert nb.cells[0].source == "# 第二页"
+    assert "数是 1.50，回到第一页。" in markdown  # the number filled in; a link to another page kept as text
+    assert "> **提示**" in markdown and "里面也有 1.500。" in markdown  # an admonition as a blockquote
+    assert "def compute():" in code and 'results["c"] = run(compute)' in code
+    assert code.count("def compute():") == 1, "a snippet's code appears once"
+
+    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(project)}}).execute()
+    shown = [o["data"][RESULT_MIME] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+             if RESULT_MIME in o.get("data", {})]
+    assert sorted({s["key"] for s in shown}) == ["f", "t", "x"]
+    record = records.load(project / "snippets" / "part" / "c.record.json")
+    for s in shown:
+        sub = {**record, "results": {s["key"]: record["results"][s["key"]]}}
+        assert compare("part/c", sub, {s["key"]: from_data(json.loads(s["result"]))}) == [], s["key"]
+    svg = [o for c in nb.cells for o in c.get("outputs", []) if "image/svg+xml" in o.get("data", {})]
+    assert len(svg) == 1, "the figure is shown once (as SVG), not a second time by the inline backend"

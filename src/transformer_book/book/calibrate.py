@@ -85,15 +85,30 @@ class SnippetCalibration:
         return max(self.series.items(), key=lambda kv: (kv[1].varies, kv[1].rel))
 
 
-def run_perturbed(root: Path, snippets: list[str], perturbation: Perturbation, workers: int = 0) -> dict[str, Any]:
-    """Fresh results of ``snippets`` under ``perturbation``, computed in a separate process and cache."""
+def perturbed_workers(perturbation: Perturbation, workers: int = 0) -> int:
+    """Worker processes for a perturbed run: with torch on n threads, one process per n cores — more would
+    oversubscribe the cores, and OpenMP threads that wait for each other slow a training many times over."""
+    if workers:
+        return workers
+    threads = int(perturbation.env.get("BOOK_THREADS", "1") or 1)
+    return max(1, (os.cpu_count() or 1) // threads)
+
+
+def run_perturbed(root: Path, snippets: list[str], perturbation: Perturbation, workers: int = 0,
+                  fresh: bool = False) -> dict[str, Any]:
+    """Results of ``snippets`` under ``perturbation``, computed in a separate process with a cache of its own.
+
+    The perturbation's settings are part of every cache key (:mod:`.environment`), so a cached perturbed
+    result is exactly what a rerun would give: calibrating again after editing one snippet reruns only the
+    snippets whose sources changed (``fresh=True`` reruns everything)."""
     cache = root / ".book-cache" / "calibrate" / perturbation.name
     env = {**os.environ, **perturbation.env, "BOOK_CACHE_DIR": str(cache)}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "results.json"
-        cmd = [sys.executable, "-m", "transformer_book", "results", "--json", str(out), "--fresh", *snippets]
-        if workers:
-            cmd += ["--workers", str(workers)]
+        cmd = [sys.executable, "-m", "transformer_book", "results", "--json", str(out), *snippets,
+               "--workers", str(perturbed_workers(perturbation, workers))]
+        if fresh:
+            cmd.append("--fresh")
         done = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True)
         if not out.exists():
             raise RuntimeError(f"the {perturbation.name} run failed:\n{done.stdout}\n{done.stderr}")
@@ -174,7 +189,7 @@ def write(record: dict[str, Any], cal: SnippetCalibration, used: list[Perturbati
 
 
 def calibrate(session: BookSession, only: list[str] | None, workers: int = 0,
-              chosen: list[Perturbation] | None = None, log: Any = print) -> list[SnippetCalibration]:
+              chosen: list[Perturbation] | None = None, log: Any = print, fresh: bool = False) -> list[SnippetCalibration]:
     found = session.discover()
     targets = list(found) if not only else only
     unknown = [s for s in targets if s not in found]
@@ -186,7 +201,7 @@ def calibrate(session: BookSession, only: list[str] | None, workers: int = 0,
     runs = {}
     for p in used:
         log(f"calibrate: {p.name} ({p.description}): running {len(run_ids)} snippet(s) …")
-        runs[p.name] = run_perturbed(session.project_root, run_ids, p, workers)
+        runs[p.name] = run_perturbed(session.project_root, run_ids, p, workers, fresh)
     command = "python -m transformer_book calibrate" + ("" if not only else " " + " ".join(only))
     out = []
     for sid in targets:

@@ -94,7 +94,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     chosen = None
     if args.only_perturbation:
         chosen = [p for p in perturbations() if p.name in args.only_perturbation]
-    cals = calibrate(session, _normalise(args.snippets) or None, workers=args.workers, chosen=chosen)
+    cals = calibrate(session, _normalise(args.snippets) or None, workers=args.workers, chosen=chosen,
+                     fresh=args.fresh)
     print(summary(cals))
     return 1 if any(c.errors or c.exact_moved or c.flipped_claims for c in cals) else 0
 
@@ -147,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("snippets", nargs="*")
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--only-perturbation", action="append", help="run just this perturbation (repeatable)")
+    p.add_argument("--fresh", action="store_true", help="rerun every perturbed snippet, ignoring the calibration caches")
     p.set_defaults(func=cmd_calibrate)
     p = sub.add_parser("results", help="compute results and write them as JSON")
     p.add_argument("snippets", nargs="*")

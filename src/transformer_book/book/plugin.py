@@ -19,12 +19,12 @@ from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
 
 from . import config as book_config
-from . import fix_notebook_html, fix_search, mathjax, origin, pages, pool, records, report, webfont
+from . import fix_notebook_html, fix_search, mathjax, origin, page_notebook, pages, pool, records, report, webfont
 from .artifacts import decode
 from .background import BackgroundBuild
 from .environment import machine
 from .files import atomic_write_text
-from .render import Renderer, figure_target
+from .render import Renderer, figure_target, shown_source
 from .results import Figure
 from .session import BookSession, BuildState, Options
 from .worker import NOTEBOOK_OUTPUT
@@ -43,6 +43,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.background: BackgroundBuild | None = None
         self.shown: dict[str, tuple] = {}  # snippet -> what its pages last showed (see _signature)
         self.records_read: dict[str, dict[str, Any] | None] = {}
+        self.notebooks: dict[str, Any] = {}  # page src_uri -> its notebook (this build)
 
     # -- set-up --------------------------------------------------------------------------------------
 
@@ -130,6 +131,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
     def on_pre_build(self, *, config: Any) -> None:
         assert self.session is not None
         self.records_read = {}
+        self.notebooks = {}
         self.usage = pages.usage(Path(config.docs_dir))
         if self.background is not None and (self.state is None or self.background.running):
             # The first serve build, and any rebuild while the backlog is still being computed: serve at once,
@@ -255,7 +257,28 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                 return self._fail(exc.where, exc.message, inline=ref.kind in ("value", "claim"))
 
         out = pages.render(markdown, page_path, offset, render_ref)
+        if self.state is not None and self.options.execute and page_path.endswith(".md"):
+            nb = page_notebook.build(page_path, page.title or page_path, markdown, offset, self._views(),
+                                     lambda path: shown_source(path.read_text(encoding="utf-8")))
+            if nb is not None:
+                self.notebooks[page_path] = nb
         return out + self._inline_sources([sid for sid in inline if sid not in shown])
+
+    def _views(self) -> dict[str, page_notebook.SnippetView]:
+        """What a page's notebook needs of each snippet (durations from the committed records, so that the
+        notebook's text does not depend on the machine that built it)."""
+        assert self.state is not None
+        return {sid: page_notebook.SnippetView(
+                    sid, st.snippet.path, st.snippet.requires(),
+                    float(((self._record_of(sid) or {}).get("provenance") or {}).get("seconds") or 0.0),
+                    st.results if st.status in ("cached", "ran") else None)
+                for sid, st in self.state.snippets.items() if not st.snippet.is_notebook}
+
+    def on_page_content(self, html_text: str, *, page: Any, config: Any, files: Files) -> str:
+        if page.file.src_uri in self.notebooks:
+            _, name = page_notebook.site_location(page.url, page.file.src_uri)
+            html_text = page_notebook.download_button(name) + html_text
+        return html_text
 
     def _inline_sources(self, sids: list[str]) -> str:
         """The code folds of the snippets a page cites only inline, at its end: every number's origin popover
@@ -320,6 +343,10 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
         if page.file.src_uri.endswith(".ipynb"):
             output = fix_notebook_html.fix(output, page.url, Path(config.site_dir))
+        nb = self.notebooks.get(page.file.src_uri)
+        if nb is not None:
+            folder, name = page_notebook.site_location(page.url, page.file.src_uri)
+            page_notebook.write(Path(config.site_dir), folder, name, nb)
         return output
 
     # -- the end -------------------------------------------------------------------------------------

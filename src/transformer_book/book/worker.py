@@ -73,7 +73,7 @@ class Task:
 # --------------------------------------------------------------------------------------------------
 
 
-def _seed_everything() -> None:
+def seed_everything() -> None:
     random.seed(SEED)
     try:
         import numpy as np
@@ -306,7 +306,7 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
         provided.setdefault(sid, {})[name] = file
     artifacts.provide(provided)
     try:
-        _seed_everything()
+        seed_everything()
         _prepare_matplotlib()
         with warnings.catch_warnings():
             # A Chinese label drawn in a font without the glyph would show as a box: fail instead.
