@@ -7,4 +7,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export NO_MKDOCS_2_WARNING=1
+export PYTHONDONTWRITEBYTECODE=1  # no .pyc beside watched sources: one edit, one rebuild
 exec .venv/bin/mkdocs serve --dirty "$@"

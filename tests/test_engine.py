@@ -760,3 +760,39 @@ def test_a_page_with_results_gets_a_runnable_notebook_that_reproduces_its_number
         assert compare("part/c", sub, {s["key"]: from_data(json.loads(s["result"]))}) == [], s["key"]
     svg = [o for c in nb.cells for o in c.get("outputs", []) if "image/svg+xml" in o.get("data", {})]
     assert len(svg) == 1, "the figure is shown once (as SVG), not a second time by the inline backend"
+
+
+BLOCK_SNIPPET = '''
+from transformer_book.book import Block
+
+COLOR = "#336699"
+
+
+def compute():
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="40" height="10"><rect width="40" height="10" fill="{COLOR}"/></svg>'
+    return {
+        "svg": Block(svg, caption="一条色带"),
+        "md": Block("| 甲 | 乙 |\\n|---|---|\\n| 1 | 2 |", markdown=True),
+    }
+'''
+
+
+def test_a_raw_block_is_placed_as_it_is_and_recorded_by_its_hash(project: Path) -> None:
+    write(project / "snippets" / "part" / "d.py", BLOCK_SNIPPET)
+    write(project / "docs" / "part" / "page.md", PAGE + "\n{{ block d:svg }}\n\n{{ block d:md \"表 2　甲乙\" }}\n")
+    site = project / "site"
+    done = mkdocs_build(project, "-d", str(site))
+    assert done.returncode == 0, done.stdout + done.stderr
+    html = (site / "part" / "page" / "index.html").read_text(encoding="utf-8")
+    assert '<rect width="40" height="10" fill="#336699"/>' in html and "一条色带" in html  # raw, with its caption
+    assert "<td>1</td>" in html and "表 2　甲乙" in html  # a Markdown block goes through Markdown
+    assert "snippets/part/d.py" in html  # with the usual code fold
+    record = json.loads((project / "snippets" / "part" / "d.record.json").read_text(encoding="utf-8"))
+    assert set(record["results"]["svg"]) == {"type", "kind", "sha256", "chars"}, "recorded by its hash, not as text"
+    old_hash = record["results"]["svg"]["sha256"]
+
+    write(project / "snippets" / "part" / "d.py", BLOCK_SNIPPET.replace("#336699", "#993366"))
+    done = mkdocs_build(project, "-d", str(site), BOOK_CI="1")
+    assert done.returncode != 0
+    out = done.stdout + done.stderr
+    assert "svg.sha256" in out and old_hash[:12] in out and "part/page.md:" in out, out[-3000:]

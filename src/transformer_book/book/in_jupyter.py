@@ -135,7 +135,8 @@ class Shown:
             bundle["text/markdown"] = markdown
         # The record as JSON text: Jupyter's own JSON would turn NaN (a legitimate result) into "nan".
         bundle[RESULT_MIME] = {"snippet": self.snippet, "key": self.key,
-                               "result": json.dumps(self.result.to_record(), ensure_ascii=False)}
+                               "result": json.dumps(self.result.to_data() if isinstance(self.result, Block)
+                                                    else self.result.to_record(), ensure_ascii=False)}
         return bundle
 
 

@@ -56,7 +56,7 @@ class Renderer:
         if isinstance(result, Table):
             return self.table(result, caption, origin.badge(self.origin(ref, result)))
         if isinstance(result, Block):
-            return self.block(result, caption)
+            return self.block(result, caption, origin.badge(self.origin(ref, result)))
         return self.figure(ref, caption, origin.badge(self.origin(ref, result)))
 
     def value(self, ref: Ref, result: Value) -> str:
@@ -100,12 +100,12 @@ class Renderer:
             body += f"  <figcaption>{caption} {badge}</figcaption>\n"
         return body + "</figure>\n"
 
-    def block(self, result: Block, caption: str) -> str:
+    def block(self, result: Block, caption: str, badge: str = "") -> str:
         body = result.text.rstrip("\n") + "\n"
         if not result.markdown:
             body = f'<div class="book-block" markdown="0">\n{body}</div>\n'
-        if caption:
-            body += f'\n<p class="book-caption" markdown="span">{caption}</p>\n'
+        if caption or badge:
+            body += f'\n<p class="book-caption" markdown="span">{caption} {badge}</p>\n'
         return body
 
     # -- what is not a result ----------------------------------------------------------------------------
