@@ -620,3 +620,83 @@ def test_figures_stay_legible_in_the_light_and_the_dark_scheme(chromium, site_ur
         page.wait_for_function(f"document.body.getAttribute('data-md-color-scheme') === '{other}'")
     finally:
         context.close()
+
+
+# ------------------------------------------------------------------------------- serve: results land live
+
+
+SERVE_YML = """site_name: t
+docs_dir: docs
+theme:
+  name: material
+  language: zh
+  font: false
+plugins:
+  - book:
+      mathjax: false
+      webfont: false
+markdown_extensions:
+  - admonition
+  - pymdownx.details
+  - pymdownx.superfences
+  - md_in_html
+"""
+
+SLOW_SNIPPET = """
+import time
+
+from transformer_book.book import Value
+
+
+def compute():
+    time.sleep(4.0)
+    return {"answer": Value(1.5, ".2f")}
+"""
+
+
+def test_a_served_page_shows_a_placeholder_then_its_result_without_a_reload_by_hand(chromium, tmp_path: Path) -> None:
+    """A fresh project under `mkdocs serve`: the page is served at once with a placeholder; when the snippet
+    finishes in the background, MkDocs' livereload brings the result into the open page by itself."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "mkdocs.yml").write_text(SERVE_YML, encoding="utf-8")
+    (tmp_path / "docs" / "index.md").write_text("# 首页\n\n答案是 {{ slow:answer }}。\n", encoding="utf-8")
+    (tmp_path / "snippets" / "slow.py").write_text(SLOW_SNIPPET, encoding="utf-8")
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "--dirty", "-a", f"{HOST}:{port}"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    context = chromium.new_context(viewport=DESKTOP, locale="zh-CN")
+    try:
+        page = context.new_page()
+        deadline = time.time() + 60
+        while True:
+            try:
+                page.goto(f"http://{HOST}:{port}/", wait_until="load", timeout=5_000)
+                break
+            except Exception:  # noqa: BLE001 - not listening yet
+                if time.time() > deadline or server.poll() is not None:
+                    raise AssertionError("mkdocs serve did not answer within 60 s")
+                time.sleep(0.3)
+        first = page.inner_text(".md-content")
+        assert "正在计算" in first and "1.50" not in first, first
+        page.wait_for_function("document.querySelector('.md-content') && "
+                               "document.querySelector('.md-content').innerText.includes('答案是 1.50')",
+                               timeout=120_000)
+    finally:
+        context.close()
+        import signal
+
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
