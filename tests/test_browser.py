@@ -118,14 +118,17 @@ class Visit:
     error: str | None = None                        # the page could not be examined at all
 
 
-# Run in the page after "load": waits for MathJax and the fonts, then reports what a reader would see.
-COLLECT = r"""
-async () => {
-  // Typeset formulas that a reader cannot see: an SVG collapsed to (almost) nothing, outside closed folds.
+# Typeset formulas that a reader cannot see: an SVG collapsed to (almost) nothing, outside closed folds.
+COLLAPSED_MATH = r"""
   const COLLAPSED_MATH = () => [...document.querySelectorAll('.md-content mjx-container > svg')]
     .filter(s => !s.closest('details:not([open])') && s.getClientRects().length
                  && (s.getBoundingClientRect().width < 4 || s.getBoundingClientRect().height < 4))
     .map(s => (s.closest('.arithmatex') || s).textContent.slice(0, 60) || s.getAttribute('viewBox'));
+"""
+
+# Run in the page after "load": waits for MathJax and the fonts, then reports what a reader would see.
+COLLECT = r"""
+async () => {""" + COLLAPSED_MATH + r"""
 
   const timeout = (ms) => new Promise((_, reject) => setTimeout(() => reject(new Error('timed out')), ms));
   const out = {mathjax: false, mathjaxError: null};
@@ -185,12 +188,7 @@ async () => {
 
 # At phone size: does anything widen the page? Which tables scroll inside their box?
 PHONE_LAYOUT = r"""
-async () => {
-  // Typeset formulas that a reader cannot see: an SVG collapsed to (almost) nothing, outside closed folds.
-  const COLLAPSED_MATH = () => [...document.querySelectorAll('.md-content mjx-container > svg')]
-    .filter(s => !s.closest('details:not([open])') && s.getClientRects().length
-                 && (s.getBoundingClientRect().width < 4 || s.getBoundingClientRect().height < 4))
-    .map(s => (s.closest('.arithmatex') || s).textContent.slice(0, 60) || s.getAttribute('viewBox'));
+async () => {""" + COLLAPSED_MATH + r"""
 
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   const root = document.documentElement;
