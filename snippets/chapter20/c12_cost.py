@@ -55,6 +55,7 @@ def compute():
         "entries_4000": Value(score_matrix_entries(4_000), ",d"),
         "entries_4000_millions": Value(score_matrix_entries(4_000) / 1e6, ".0f"),
         "doubling_factor": Value(score_matrix_entries(8_000) / score_matrix_entries(4_000), ".0f"),
+        "mib_4000": Value(score_matrix_entries(4_000) * BYTES_FLOAT32 / 2**20, ".0f"),
         "gib_128k": Value(score_matrix_entries(128_000) * BYTES_FLOAT32 / 2**30, ",.0f"),
         "p08_step_entries": Value(per_step, ",d"),
     }
