@@ -11,7 +11,10 @@ option              environment            meaning
 ``ci``              ``BOOK_CI=1``          fresh, and a missing/orphaned record, any drift, a claim that
                                            no longer holds or an uncalibrated trained value fails
 ``workers``         ``BOOK_WORKERS=N``     parallel snippet processes (default: one per core)
-``cache_dir``       ``BOOK_CACHE_DIR``     where results are cached
+``cache_dir``       ``BOOK_CACHE_DIR``     where results are cached: a folder, or a shared fsspec URL
+                                           (``s3://bucket/prefix``, ``file:///shared/dir``)
+``executor``        ``BOOK_EXECUTOR``      ``local`` (processes on this machine) or ``dask://host:port``
+                                           (a Dask cluster, docs/authoring-cluster.md)
 (none)              ``BOOK_ONLY=a/*,b/x``  run only these snippets (globs); others show placeholders
 ==================  =====================  ===============================================================
 """
@@ -26,6 +29,7 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 
 from .session import Options
+from .store import cache_location
 
 # What the engine's output needs from Python-Markdown: code folds and placeholders are ``??? example`` /
 # ``!!! note`` blocks (admonition + pymdownx.details), code inside them needs superfences, figures and
@@ -41,7 +45,8 @@ REQUIRED_EXTENSIONS = {
 
 class BookConfig(base.Config):
     snippets_dir = c.Type(str, default="snippets")
-    cache_dir = c.Type(str, default=".book-cache")
+    cache_dir = c.Type(str, default=".book-cache")  # a path relative to mkdocs.yml, or a URL
+    executor = c.Type(str, default="local")  # "local" or "dask://host:port"
     report_dir = c.Type(str, default=".book-cache/report")
     execute = c.Type(bool, default=True)
     fresh = c.Type(bool, default=False)
@@ -50,8 +55,10 @@ class BookConfig(base.Config):
     mathjax = c.Type(bool, default=True)
     # A Chinese font (OTF/TTF) cut to the characters the site uses and shipped as WOFF2; "" = none.
     webfont = c.Type((str, bool), default="")  # a path relative to mkdocs.yml; false or "" = none
-    # Modules the worker forkserver imports up front (besides torch, numpy, matplotlib).
-    preload = c.ListOfItems(c.Type(str), default=[])
+    # Modules the worker forkserver imports up front (besides torch, numpy, matplotlib). The default is what
+    # a training snippet imports anyway: the first optimiser step pulls in torch._dynamo (~1 s per process
+    # otherwise). A module that is not installed is skipped.
+    preload = c.ListOfItems(c.Type(str), default=["torch.optim", "torch._dynamo"])
     watch = c.ListOfItems(c.Type(str), default=["src", "snippets", "data"])
 
 
@@ -69,13 +76,14 @@ def options(cfg: BookConfig, environ: Mapping[str, str] = os.environ) -> Options
         fresh=env_flag(environ, "BOOK_FRESH", cfg.fresh) or ci,
         ci=ci,
         workers=int(environ.get("BOOK_WORKERS") or cfg.workers),
+        executor=environ.get("BOOK_EXECUTOR") or cfg.executor,
         # CI always runs everything; an author may build just the part being written.
         select=() if ci else tuple(p.strip() for p in environ.get("BOOK_ONLY", "").split(",") if p.strip()),
     )
 
 
-def cache_dir(cfg: BookConfig, project_root: Path, environ: Mapping[str, str] = os.environ) -> Path:
-    return project_root / (environ.get("BOOK_CACHE_DIR") or cfg.cache_dir)
+def cache_dir(cfg: BookConfig, project_root: Path, environ: Mapping[str, str] = os.environ) -> Path | str:
+    return cache_location(environ.get("BOOK_CACHE_DIR") or cfg.cache_dir, project_root)
 
 
 def missing_extensions(mkdocs_config: Any) -> list[str]:
