@@ -11,6 +11,9 @@ Modules, one job each:
 - ``worker``      – running one snippet in a fresh process with fixed seeds and threads;
 - ``pool``        – the worker processes (a forkserver with the heavy libraries loaded);
 - ``cache``       – content-addressed, checksummed, data-only cache entries;
+- ``store``       – where the cache keeps its files: a local folder or a shared fsspec URL (``s3://…``);
+- ``dask_executor`` – snippets on a Dask cluster; ``identity`` – what a worker must share with the build;
+  ``fresh_process`` – one snippet in a new interpreter (for cluster workers);
 - ``files``       – atomic writes with ordinary permissions; file hashing;
 - ``records``     – committed records beside the snippets;
 - ``drift``       – the check of fresh results against records, by kind;

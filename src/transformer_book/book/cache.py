@@ -8,33 +8,42 @@ which project modules the snippet imported and which data files it declared — 
 ``transformer.py`` invalidates the entries of the snippets that imported it, and no others; editing prose
 invalidates nothing.
 
-Layout (under the cache root)::
+Layout (in the cache's store, :mod:`.store`: the local cache folder by default, or a shared URL)::
 
     entries/<part>__<name>/<key>.json        results as JSON, with a checksum
     entries/<part>__<name>/blobs/<sha256>    artifacts (see :mod:`.artifacts`), content-addressed
 
-Entries are written whole or not at all (write-then-rename) and carry a checksum; blobs are named by their
-hash. A truncated, corrupt or unreadable entry — or one whose blob is missing or damaged — is deleted and
-recomputed, never trusted. Nothing in an entry can run code when it is read. A few entries are kept per
-snippet (the most recently used), so undoing an edit finds the earlier result again.
+Entries are written whole or not at all (write-then-rename, or the store's atomic put) and carry a checksum;
+blobs are named by their hash, and are in the store before the entry that names them. A truncated, corrupt or
+unreadable entry — or one whose blob is missing or damaged — is deleted and recomputed, never trusted. Nothing
+in an entry can run code when it is read. A few entries are kept per snippet (the most recently used; in an
+object store, where reading leaves no trace, the most recently written), so undoing an edit finds the earlier
+result again.
+
+A shared store (a URL) is a trust boundary: whoever can write there may plant anything. Its blobs are copied
+into the local cache folder (``shared/<store>/…``) only after their hash matches and they decode as data
+(:func:`.artifacts.decode`, a weights-only loader); an entry whose blob fails is deleted and recomputed.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .artifacts import decode
 from .discover import Snippet
 from .environment import fingerprint
 from .files import FileHasher, atomic_write_bytes, sha256_bytes
 from .results import Artifact, Result, from_data
+from .store import LocalStore, Store, is_url, open_store
 
 FORMAT = "transformer-book-cache/2"
 KEEP_PER_SNIPPET = 4
+SHARED_BLOB_GRACE_SECONDS = 600  # an unreferenced blob younger than this may belong to an entry being written
 
 
 def cache_key(snippet: Snippet, source: bytes | None = None, required: dict[str, str] | None = None) -> str:
@@ -105,78 +114,113 @@ def snippet_dir(snippet: str) -> str:
 
 
 class Cache:
-    """Entries in a local directory (the default; :mod:`.stores` adds shared ones)."""
+    """Entries in a store: the local folder ``root`` (the default) or a shared one (:mod:`.store`).
 
-    def __init__(self, root: Path, project_root: Path, hasher: FileHasher | None = None) -> None:
+    ``root`` is always a local folder: with a shared store it holds the verified local copies of its blobs
+    (the files that snippets and pages read) and everything else that is never shared."""
+
+    def __init__(self, root: Path, project_root: Path, hasher: FileHasher | None = None,
+                 storage: Store | None = None) -> None:
         self.root = root
         self.project_root = project_root
         self.hash_file = hasher or FileHasher()
+        self.storage: Store = storage or LocalStore(root)
 
-    # -- paths ---------------------------------------------------------------------------------------
+    # -- keys and paths ------------------------------------------------------------------------------
+
+    @staticmethod
+    def entry_key(snippet: str, key: str) -> str:
+        return f"entries/{snippet_dir(snippet)}/{key}.json"
+
+    @staticmethod
+    def blob_key(snippet: str, sha: str) -> str:
+        return f"entries/{snippet_dir(snippet)}/blobs/{sha}"
 
     def _dir(self, snippet: str) -> Path:
+        if self.storage.shared:
+            tag = sha256_bytes(self.storage.location.encode())[:12]
+            return self.root / "shared" / tag / "entries" / snippet_dir(snippet)
         return self.root / "entries" / snippet_dir(snippet)
 
     def entry_path(self, snippet: str, key: str) -> Path:
         return self._dir(snippet) / f"{key}.json"
 
     def blob_dir(self, snippet: str) -> Path:
-        """Where a worker writes the artifacts of ``snippet`` (named by their hash)."""
+        """Where a local worker writes the artifacts of ``snippet`` (named by their hash); with a shared
+        store, the verified local copies of its blobs."""
         return self._dir(snippet) / "blobs"
 
     def artifact_files(self, entry: Entry) -> dict[str, str]:
+        """Local files holding ``entry``'s artifacts (a shared store's blobs are fetched and verified first)."""
+        for sha in entry.artifacts.values():
+            self._local_blob(entry.snippet, sha)
         return {name: str(self.blob_dir(entry.snippet) / sha) for name, sha in entry.artifacts.items()}
 
     # -- reading and writing -------------------------------------------------------------------------
 
     def load(self, snippet: str, key: str) -> Entry | None:
         """The entry if present, intact and still valid for the current files; else None."""
-        path = self.entry_path(snippet, key)
-        try:
-            blob = path.read_bytes()
-        except OSError:
+        name = self.entry_key(snippet, key)
+        blob = self.storage.get(name)
+        if blob is None:
             return None
         entry = Entry.from_json(blob)
         if entry is None or entry.key != key or entry.snippet != snippet or not self._blobs_intact(entry):
-            self._discard(path)
+            self.storage.delete(name)
             return None
         for rel, digest in entry.deps.items():
             if self.hash_file(self.project_root / rel) != digest:
                 return None
-        try:
-            os.utime(path)  # most recently used: kept when older entries are pruned
-        except OSError:
-            pass
+        self.storage.touch(name)  # most recently used: kept when older entries are pruned
         return entry
 
     def _blobs_intact(self, entry: Entry) -> bool:
-        for sha in entry.artifacts.values():
-            if self.hash_file(self.blob_dir(entry.snippet) / sha) != sha:
-                return False
+        return all(self._local_blob(entry.snippet, sha) for sha in entry.artifacts.values())
+
+    def _local_blob(self, snippet: str, sha: str) -> bool:
+        """Is blob ``sha`` in this machine's folder, intact? From a shared store it is fetched and verified."""
+        path = self.blob_dir(snippet) / sha
+        if self.hash_file(path) == sha:
+            return True
+        if not self.storage.shared:
+            return False
+        data = fetch_blob(self.storage, self.blob_key(snippet, sha), sha)
+        if data is None:
+            return False
+        atomic_write_bytes(path, data)
         return True
 
     def store(self, entry: Entry) -> None:
-        atomic_write_bytes(self.entry_path(entry.snippet, entry.key), entry.to_json())
-        self._prune(entry.snippet)
+        for sha in entry.artifacts.values():  # the blobs first: an entry never names a blob the store lacks
+            name = self.blob_key(entry.snippet, sha)
+            if not self.storage.exists(name):  # (a cluster worker has put it there already)
+                self.storage.put(name, (self.blob_dir(entry.snippet) / sha).read_bytes())
+        self.storage.put(self.entry_key(entry.snippet, entry.key), entry.to_json())
+        self._prune(entry.snippet, keep=f"{entry.key}.json")
 
-    def _prune(self, snippet: str) -> None:
-        folder = self._dir(snippet)
-        entries = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        for old in entries[KEEP_PER_SNIPPET:]:
-            self._discard(old)
+    def _prune(self, snippet: str, keep: str = "") -> None:
+        folder = f"entries/{snippet_dir(snippet)}"
+        listed = self.storage.list(folder)
+        # Newest first; the entry just written always stays (a store's clock may not tell it from the others).
+        names = sorted((n for n in listed if n.endswith(".json")), key=lambda n: (n == keep, listed[n]), reverse=True)
+        for old in names[KEEP_PER_SNIPPET:]:
+            self.storage.delete(f"{folder}/{old}")
         wanted: set[str] = set()
-        for path in entries[:KEEP_PER_SNIPPET]:
-            try:
-                kept = Entry.from_json(path.read_bytes())
-            except OSError:
-                kept = None
+        for name in names[:KEEP_PER_SNIPPET]:
+            data = self.storage.get(f"{folder}/{name}")
+            kept = Entry.from_json(data) if data is not None else None
             if kept is not None:
                 wanted.update(kept.artifacts.values())
-        blobs = self.blob_dir(snippet)
-        if blobs.is_dir():
-            for blob in blobs.iterdir():
-                if blob.name not in wanted and not blob.name.startswith("."):
-                    self._discard(blob)
+        # In a shared store another build may be writing an entry whose blob is already there: let it be.
+        young = time.time() - SHARED_BLOB_GRACE_SECONDS if self.storage.shared else float("inf")
+        for blob, mtime in self.storage.list(f"{folder}/blobs").items():
+            if blob not in wanted and mtime < young:
+                self.storage.delete(f"{folder}/blobs/{blob}")
+        local = self.blob_dir(snippet)
+        if self.storage.shared and local.is_dir():  # the local copies follow the shared store
+            for copy in local.iterdir():
+                if copy.name not in wanted and not copy.name.startswith("."):
+                    self._discard(copy)
 
     @staticmethod
     def _discard(path: Path) -> None:
@@ -184,6 +228,29 @@ class Cache:
             path.unlink()
         except OSError:
             pass
+
+
+def open_cache(location: Path | str, project_root: Path, hasher: FileHasher | None = None) -> Cache:
+    """The cache at a local folder, or at a URL (then local files go to the project's ``.book-cache``)."""
+    if is_url(location):
+        return Cache(project_root / ".book-cache", project_root, hasher, open_store(location))
+    return Cache(Path(location), project_root, hasher)
+
+
+def fetch_blob(storage: Store, name: str, sha: str) -> bytes | None:
+    """Blob ``sha`` from ``storage``, or None: it must hash to ``sha`` and decode as data (weights only), else
+    it is deleted from the store — whoever wrote it, it cannot run code here."""
+    data = storage.get(name)
+    if data is None:
+        return None
+    try:
+        if sha256_bytes(data) != sha:
+            raise ValueError("hash mismatch")
+        decode(data)
+    except Exception:  # noqa: BLE001 - truncated, tampered, or not data: refused alike
+        storage.delete(name)
+        return None
+    return data
 
 
 def write_blob(folder: Path, data: bytes) -> str:

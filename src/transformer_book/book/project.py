@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .session import BookSession
+from .store import cache_location
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -43,7 +44,7 @@ def open_session(root: Path | None = None) -> BookSession:
     return BookSession(
         root,
         root / book.get("snippets_dir", "snippets"),
-        root / (os.environ.get("BOOK_CACHE_DIR") or book.get("cache_dir", ".book-cache")),
+        cache_location(os.environ.get("BOOK_CACHE_DIR") or book.get("cache_dir", ".book-cache"), root),
         root / book.get("report_dir", ".book-cache/report"),
         root / data.get("docs_dir", "docs"),
     )

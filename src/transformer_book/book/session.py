@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from . import drift, records
-from .cache import Cache, Entry, cache_key
+from .cache import Entry, cache_key, open_cache
 from .discover import Snippet, discover
 from .drift import Change
 from .files import FileHasher, atomic_write_text
@@ -109,6 +109,7 @@ class Options:
     workers: int = 0  # 0: one per core
     write_missing_records: bool = True  # outside CI, a new snippet's first results become its record
     select: tuple[str, ...] = ()  # glob patterns (e.g. "lecture07/*"): run only these, skip the rest
+    executor: str = "local"  # or "dask://host:port": run snippets on a Dask cluster (:mod:`.dask_executor`)
 
 
 class Executor(Protocol):
@@ -123,14 +124,14 @@ Progress = Callable[[str, SnippetState], None]
 class BookSession:
     """Holds what survives between builds of one ``mkdocs serve``: file hashes and the cache."""
 
-    def __init__(self, project_root: Path, snippets_dir: Path, cache_dir: Path, report_dir: Path,
+    def __init__(self, project_root: Path, snippets_dir: Path, cache_dir: Path | str, report_dir: Path,
                  notebooks_dir: Path | None = None, executor_factory: Callable[[int], Executor] | None = None) -> None:
         self.project_root = project_root
         self.snippets_dir = snippets_dir
         self.notebooks_dir = notebooks_dir  # docs/: notebook pages are executed like snippets
         self.report_dir = report_dir
         self.hasher = FileHasher()
-        self.cache = Cache(cache_dir, project_root, self.hasher)
+        self.cache = open_cache(cache_dir, project_root, self.hasher)  # a folder, or a URL (:mod:`.store`)
         self.executor_factory = executor_factory
 
     def discover(self) -> dict[str, Snippet]:
@@ -153,12 +154,16 @@ class BookSession:
             pass
         return out
 
-    def _executor(self, workers: int) -> Executor:
+    def _executor(self, options: Options) -> Executor:
         if self.executor_factory is not None:
-            return self.executor_factory(workers)
+            return self.executor_factory(options.workers)
+        if options.executor != "local":
+            from .dask_executor import DaskExecutor
+
+            return DaskExecutor(options.executor, self.cache, self.project_root, options.workers)
         from .pool import LocalExecutor
 
-        return LocalExecutor(workers or None)
+        return LocalExecutor(options.workers or None)
 
     def build(self, options: Options, only: list[str] | None = None, progress: Progress | None = None,
               execute_missing: bool = True) -> BuildState:
@@ -246,7 +251,7 @@ class BookSession:
             resolve_ready()
             while queue or running:
                 if queue and executor is None:
-                    executor = self._executor(options.workers)
+                    executor = self._executor(options)
                 workers = getattr(executor, "workers", 1)
                 while queue and len(running) < workers:
                     _, sid, task = heapq.heappop(queue)
