@@ -479,36 +479,48 @@ def _gone(pid: int) -> bool:
     return False
 
 
+def _build_on_cluster(cluster, tmp_path: Path, name: str, snippets: dict[str, str]):
+    project = make_project(tmp_path / name, snippets)
+    return project, session(project).build(Options(executor=executor_url(cluster)))
+
+
+def _errors(state) -> dict[str, str]:
+    return {sid: st.error.message for sid, st in state.snippets.items() if st.error}
+
+
+# A snippet that kills its Dask worker takes down whatever else that worker was given (Dask's semantics):
+# such snippets are built alone, so that the count of attempts is theirs only.
+
+
 def test_a_snippet_whose_process_or_worker_dies_once_is_retried_and_succeeds(client, cluster, tmp_path):
-    project = make_project(tmp_path / "p", {
-        "dies_once": _dies(tmp_path, "dies_once", KILL_SELF, False),
-        "kills_worker_once": _dies(tmp_path, "kills_worker_once", KILL_WORKER, False),
-    })
-    state = session(project).build(Options(executor=executor_url(cluster)))
-    assert statuses(state) == {"part/dies_once": "ran", "part/kills_worker_once": "ran"}, \
-        {sid: st.error.message for sid, st in state.snippets.items() if st.error}
+    _, state = _build_on_cluster(cluster, tmp_path, "p1", {
+        "dies_once": _dies(tmp_path, "dies_once", KILL_SELF, False), "plain": PLAIN})
+    assert statuses(state) == {"part/dies_once": "ran", "part/plain": "ran"}, _errors(state)
     assert len(_attempts(tmp_path, "dies_once")) == 2
+
+    _, state = _build_on_cluster(cluster, tmp_path, "p2", {
+        "kills_worker_once": _dies(tmp_path, "kills_worker_once", KILL_WORKER, False)})
+    assert statuses(state) == {"part/kills_worker_once": "ran"}, _errors(state)
     assert len(_attempts(tmp_path, "kills_worker_once")) == 2
     orphan = _attempts(tmp_path, "kills_worker_once")[0]
     wait_until(lambda: _gone(orphan), 30, "the snippet process whose worker died to exit")
 
 
 def test_a_snippet_that_always_kills_its_worker_fails_the_build_naming_it(client, cluster, tmp_path):
-    project = make_project(tmp_path / "p", {
-        "always_dies": _dies(tmp_path, "always_dies", KILL_SELF, True),
-        "always_kills_worker": _dies(tmp_path, "always_kills_worker", KILL_WORKER, True),
-        "plain": PLAIN,
-    })
-    state = session(project).build(Options(executor=executor_url(cluster)))
-    assert statuses(state) == {"part/always_dies": "error", "part/always_kills_worker": "error", "part/plain": "ran"}
-    for sid in ("part/always_dies", "part/always_kills_worker"):
-        message = state.snippets[sid].error.message
+    p1, state = _build_on_cluster(cluster, tmp_path, "p1", {
+        "always_dies": _dies(tmp_path, "always_dies", KILL_SELF, True), "plain": PLAIN})
+    assert statuses(state) == {"part/always_dies": "error", "part/plain": "ran"}, _errors(state)
+    assert "SIGKILL" in state.snippets["part/always_dies"].error.message
+    p2, state2 = _build_on_cluster(cluster, tmp_path, "p2", {
+        "always_kills_worker": _dies(tmp_path, "always_kills_worker", KILL_WORKER, True)})
+    assert statuses(state2) == {"part/always_kills_worker": "error"}
+    for project, st, sid in ((p1, state, "part/always_dies"), (p2, state2, "part/always_kills_worker")):
+        message = st.snippets[sid].error.message
         assert sid in message and "died" in message and "retried" in message, message
-        assert state.snippets[sid].error.file == f"snippets/{sid}.py"
+        assert st.snippets[sid].error.file == f"snippets/{sid}.py"
         assert len(_attempts(tmp_path, sid.split("/")[1])) == 2, "one retry, no more"
         assert not list((project / ".book-cache" / "entries").glob(f"{sid.replace('/', '__')}/*.json")), \
             "a failed snippet leaves no entry"
-    assert "SIGKILL" in state.snippets["part/always_dies"].error.message
 
 
 # -- a worker unlike the build machine ----------------------------------------------------------------------
@@ -576,6 +588,14 @@ def test_the_executor_and_the_cache_are_chosen_by_mkdocs_yml_or_the_environment(
     default.validate()
     assert config.options(default, {}).executor == "local"
     assert config.cache_dir(default, tmp_path, {}) == tmp_path / ".book-cache"
+
+
+def test_an_unknown_executor_is_named() -> None:
+    from transformer_book.book.dask_executor import ExecutorUnavailable, scheduler_address
+
+    assert scheduler_address("dask://10.0.0.5:8786") == "tcp://10.0.0.5:8786"
+    with pytest.raises(ExecutorUnavailable, match="unknown executor 'spark://x'"):
+        scheduler_address("spark://x")
 
 
 def test_without_dask_the_error_names_the_pip_command(tmp_path, monkeypatch):

@@ -33,6 +33,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from mkdocs.exceptions import PluginError
+
 from .cache import Cache, fetch_blob, snippet_dir
 from .environment import numerical_settings
 from .files import FileHasher
@@ -45,15 +47,16 @@ INSTALL_HINT = "pip install 'dask[distributed]'"
 _HASHER = FileHasher()  # a worker process hashes each project file once while it does not change
 
 
-class ExecutorUnavailable(RuntimeError):
-    """The chosen executor cannot be used (Dask missing, scheduler unreachable, no workers)."""
+class ExecutorUnavailable(PluginError):
+    """The chosen executor cannot be used (Dask missing, scheduler unreachable, no workers).
+
+    A :class:`~mkdocs.exceptions.PluginError`, so ``mkdocs build`` stops with this message, not a traceback."""
 
 
 def scheduler_address(executor: str) -> str:
-    """``dask://host:port`` → ``tcp://host:port`` (``dask+tls://`` → ``tls://``)."""
-    for prefix, protocol in (("dask://", "tcp://"), ("dask+tcp://", "tcp://"), ("dask+tls://", "tls://")):
-        if executor.startswith(prefix) and len(executor) > len(prefix):
-            return protocol + executor[len(prefix):]
+    """``dask://host:port`` → ``tcp://host:port``."""
+    if executor.startswith("dask://") and len(executor) > len("dask://"):
+        return "tcp://" + executor[len("dask://"):]
     raise ExecutorUnavailable(f"unknown executor {executor!r}: use \"local\" or \"dask://host:port\"")
 
 

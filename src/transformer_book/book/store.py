@@ -178,7 +178,7 @@ class FsspecStore:
     def exists(self, key: str) -> bool:
         path = self.path(key)
         self.fs.invalidate_cache(path)  # another machine may have written or deleted it since
-        return bool(self.fs.exists(path)) and self.fs.isfile(path)
+        return bool(self.fs.isfile(path))
 
     def delete(self, key: str) -> None:
         try:
