@@ -796,3 +796,49 @@ def test_a_raw_block_is_placed_as_it_is_and_recorded_by_its_hash(project: Path) 
     assert done.returncode != 0
     out = done.stdout + done.stderr
     assert "svg.sha256" in out and old_hash[:12] in out and "part/page.md:" in out, out[-3000:]
+
+
+def test_stopping_a_build_stops_its_snippet_processes(project: Path) -> None:
+    """A build killed mid-run (Ctrl-C, a cancelled CI job) must not leave a training running for minutes."""
+    import signal
+    import time
+
+    marker = project / "worker.pid"
+    write(project / "snippets" / "part" / "b.py", f"""
+        import os
+        import time
+        from pathlib import Path
+
+        from transformer_book.book import Value
+
+
+        def compute():
+            Path({str(marker)!r}).write_text(str(os.getpid()))
+            time.sleep(120)
+            return {{"other": Value(7.0)}}
+    """)
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    build = subprocess.Popen([sys.executable, "-m", "mkdocs", "build", "-d", str(project / "site")], cwd=project,
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        while not marker.exists() or not marker.read_text():
+            assert time.time() < deadline and build.poll() is None, "the snippet never started"
+            time.sleep(0.2)
+        pid = int(marker.read_text())
+        build.send_signal(signal.SIGKILL)
+        build.wait(timeout=30)
+        deadline = time.time() + 30
+        while True:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            # a zombie has ended; only a live process counts
+            if Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+                break
+            assert time.time() < deadline, f"snippet process {pid} still runs 30 s after its build was killed"
+            time.sleep(0.2)
+    finally:
+        if build.poll() is None:
+            build.kill()
