@@ -116,6 +116,14 @@ class _Writer:
         self.defined.add(sid)
         view = self.snippets[sid]
         rel = f"snippets/{sid}.py"
+        source = self.shown_source(view.path)
+        if view.seconds > LONG_SECONDS:  # read from the cache, with whatever it requires
+            self.md(f"`{rel}` 在书的构建里用了约 {view.seconds:.0f} 秒。它的代码如下；下一格不重跑它，"
+                    "直接从本书的结果缓存里取出构建时的结果（没有缓存时会在这里算一遍）。"
+                    "想自己重新算，把 `retrain=False` 改成 `retrain=True`。\n\n"
+                    f"```python\n{source}\n```")
+            self.code(f'results[{self.key(sid)}] = built(["{sid}"], retrain=False)["{sid}"]')
+            return
         need = [r for r in view.requires if r not in self.required]
         if need:
             self.required.update(need)
@@ -125,14 +133,6 @@ class _Writer:
                     f"（本机还没有构建过本书时会先训练，书的构建里约用了 {seconds:.0f} 秒）；"
                     "想亲手重新训练，把 `retrain=False` 改成 `retrain=True`。")
             self.code(f"built({need!r}, retrain=False);".replace("'", '"'))
-        source = self.shown_source(view.path)
-        if view.seconds > LONG_SECONDS:
-            self.md(f"`{rel}` 在书的构建里用了约 {view.seconds:.0f} 秒。它的代码如下；下一格不重跑它，"
-                    "直接从本书的结果缓存里取出构建时的结果（没有缓存时会在这里算一遍）。"
-                    "想自己重新算，把 `retrain=False` 改成 `retrain=True`。\n\n"
-                    f"```python\n{source}\n```")
-            self.code(f'results[{self.key(sid)}] = built(["{sid}"], retrain=False)["{sid}"]')
-            return
         self.code(f"# {rel}：书在构建时运行的就是这段代码。改一改再运行，看结果怎么变。\n\n"
                   f"{source}\n\nresults[{self.key(sid)}] = run(compute)")
 
