@@ -60,11 +60,11 @@ def scheduler_address(executor: str) -> str:
     raise ExecutorUnavailable(f"unknown executor {executor!r}: use \"local\" or \"dask://host:port\"")
 
 
-def _error(task: Task, message: str) -> Outcome:
+def _error(task: Task, message: str, detail: str = "") -> Outcome:
     rel = Path(task.path)
     root = Path(task.project_root)
     where = rel.relative_to(root).as_posix() if rel.is_relative_to(root) else task.path
-    return Outcome(snippet=task.snippet, error=SnippetError(message, where, 0, ""))
+    return Outcome(snippet=task.snippet, error=SnippetError(message, where, 0, detail))
 
 
 def _worker_name() -> str:
@@ -152,7 +152,8 @@ class DaskExecutor:
             return _error(task, f"{task.snippet}: the Dask worker running it died, and died again when it was "
                                 f"retried — the snippet may be using more memory than a worker has")
         except ProcessDied as exc:
-            return _error(task, f"{task.snippet}: {exc} — and again when it was retried")
+            return _error(task, f"{task.snippet}: {exc.message} — and again when it was retried",
+                          f"its last output:\n{exc.output}" if exc.output else "")
         except Exception as exc:  # noqa: BLE001 - reported for that snippet, the build goes on
             return _error(task, f"{task.snippet} failed on the cluster (after a retry): {type(exc).__name__}: {exc}")
         finally:

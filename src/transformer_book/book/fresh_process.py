@@ -1,7 +1,7 @@
 """One snippet in a fresh Python interpreter started by ``subprocess`` (where a forkserver cannot be used).
 
 A Dask worker is a daemon process, and daemon processes may not start ``multiprocessing`` children; so a
-cluster task starts a new interpreter instead (about a second more per snippet than a forked one).
+cluster task starts a new interpreter instead (two or three seconds more per snippet than a forked one).
 
 The child runs :func:`.worker.run_snippet` exactly as a local worker does (seeds, threads, Matplotlib settings),
 with the *build's* numerical settings (``BOOK_THREADS``, ``ATEN_CPU_CAPABILITY`` … of :mod:`.environment`)
@@ -34,6 +34,13 @@ from .worker import Outcome, Task
 class ProcessDied(RuntimeError):
     """The process running a snippet ended without an outcome (killed, out of memory, ``os._exit``)."""
 
+    def __init__(self, message: str, output: str = "") -> None:
+        super().__init__(message, output)
+        self.message, self.output = message, output  # output: the last lines it printed
+
+    def __str__(self) -> str:
+        return self.message
+
 
 def _describe(returncode: int) -> str:
     if returncode < 0:
@@ -65,8 +72,7 @@ def run_in_fresh_process(task: Task, settings: dict[str, str]) -> Outcome:
             outcome: Outcome = pickle.loads(out_file.read_bytes())
             return outcome
         output = log_file.read_text(encoding="utf-8", errors="replace").strip()[-2000:]
-        raise ProcessDied(f"the process running {task.snippet} died ({_describe(returncode)})"
-                          + (f"; its last output:\n{output}" if output else ""))
+        raise ProcessDied(f"the process running {task.snippet} died ({_describe(returncode)})", output)
 
 
 def _exit_with_parent(parent: int) -> None:
