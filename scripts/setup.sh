@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
 # Sets up (or refreshes) the project's virtual environment in .venv: Python packages only, no apt.
-# Idempotent: reinstalls only when pyproject.toml changed since the last successful set-up.
+#   bash scripts/setup.sh        what building and serving the book need
+#   bash scripts/setup.sh test   … and what the tests need (playwright, nbclient, dask, s3fs, moto)
+# Idempotent: reinstalls only when pyproject.toml changed since the last successful set-up (or when the
+# tests' packages are wanted and only the book's were installed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
+extras=${1:-}
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
 stamp=.venv/.book-setup
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+sha=$(sha256sum pyproject.toml | cut -d' ' -f1)
+have=$(cat "$stamp" 2>/dev/null || true)
+# The stamp is "<sha of pyproject.toml> <extras>"; a test set-up also serves the book.
+if [ "$have" != "$sha test" ] && [ "$have" != "$sha $extras" ]; then
   # torch is pinned to 2.13.0 in pyproject.toml: the CPU wheel; an unpinned torch would pull CUDA builds.
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".[test]"
-  echo "$want" > "$stamp"
+  target="."
+  if [ -n "$extras" ]; then target=".[$extras]"; fi
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -e "$target"
+  echo "$sha $extras" > "$stamp"
 fi

@@ -3,6 +3,6 @@
 # snippet afresh and checks each result against its record (BOOK_CI=1). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh test
 export NO_MKDOCS_2_WARNING=1
 exec .venv/bin/python -m pytest "$@"

@@ -10,6 +10,7 @@ Modules, one job each:
 - ``notebook``    – notebook pages executed as snippets (``record()`` and ``claim()``);
 - ``worker``      – running one snippet in a fresh process with fixed seeds and threads;
 - ``pool``        – the worker processes (a forkserver with the heavy libraries loaded);
+- ``lifetime``    – a snippet process ends when the build (or worker) it works for ends;
 - ``cache``       – content-addressed, checksummed, data-only cache entries;
 - ``store``       – where the cache keeps its files: a local folder or a shared fsspec URL (``s3://…``);
 - ``dask_executor`` – snippets on a Dask cluster; ``identity`` – what a worker must share with the build;
@@ -19,7 +20,8 @@ Modules, one job each:
 - ``drift``       – the check of fresh results against records, by kind;
 - ``calibrate``   – tolerances for trained values, measured under perturbations;
 - ``pages``       – the page syntax: finding references;
-- ``render``      – results into Markdown;
+- ``render``      – results into Markdown; ``origin`` – where each shown result comes from (its popover);
+- ``page_notebook`` – a runnable notebook for every page; ``in_jupyter`` – what those notebooks call;
 - ``report``      – what the build says: drift, errors, record problems, timing;
 - ``session``     – one build: scheduling, cache, execution, checks;
 - ``project``     – the project's root and the one way to open a session on it;

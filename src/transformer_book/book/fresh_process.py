@@ -23,11 +23,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
 from .environment import NUMERICAL_VARIABLES
+from .lifetime import end_with
 from .worker import Outcome, Task
 
 
@@ -75,15 +74,8 @@ def run_in_fresh_process(task: Task, settings: dict[str, str]) -> Outcome:
         raise ProcessDied(f"the process running {task.snippet} died ({_describe(returncode)})", output)
 
 
-def _exit_with_parent(parent: int) -> None:
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent:  # nobody is waiting for this snippet any more
-            os.kill(os.getpid(), signal.SIGKILL)
-
-
 def main(task_file: str, out_file: str) -> None:
-    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
+    end_with(os.getppid())  # nobody waits for this snippet once its worker is gone
     # What a local worker's forkserver has loaded, with the same thread settings (OMP_NUM_THREADS …).
     importlib.import_module(f"{__package__}._preload")
     from .worker import run_snippet

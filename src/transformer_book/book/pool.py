@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import select
-import threading
-import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Sequence
 
+from .lifetime import end_with
 from .worker import Outcome, SnippetError, Task, run_snippet
 
 _CONTEXT: multiprocessing.context.BaseContext | None = None
@@ -49,36 +47,13 @@ def warm_up() -> None:
         forkserver.ensure_running()
 
 
-def _end_with_build(build_pid: int) -> None:
-    """Runs first in every worker process: the worker ends when the build that started it ends.
-
-    Workers are forked by the forkserver, not by the build, and each holds the forkserver's "alive" pipe
-    open, so neither notices on its own when the build is stopped (Ctrl-C, a killed CI job, a restarted
-    ``serve``): a training would keep two cores busy for minutes. A thread waits on the build's pidfd."""
-
-    def watch() -> None:
-        try:
-            fd = os.pidfd_open(build_pid)
-            select.select([fd], [], [])
-        except (AttributeError, OSError):  # no pidfd (not Linux ≥ 5.3), or the build is gone already
-            while True:
-                try:
-                    os.kill(build_pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="end-with-build", daemon=True).start()
-
-
 class LocalExecutor:
     """Runs tasks in fresh local processes, ``workers`` at a time."""
 
     def __init__(self, workers: int | None = None) -> None:
         self.workers = max(1, workers or os.cpu_count() or 1)
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(), max_tasks_per_child=1,
-                                         initializer=_end_with_build, initargs=(os.getpid(),))
+                                         initializer=end_with, initargs=(os.getpid(),))
 
     def submit(self, task: Task) -> Future:
         return self._pool.submit(run_snippet, task)
