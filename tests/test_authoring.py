@@ -32,6 +32,8 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy2(ROOT / "search-terms.txt", root / "search-terms.txt")
     for sub in ("stylesheets", "javascripts"):
         shutil.copytree(ROOT / "docs" / sub, root / "docs" / sub)
+    # the webfont option names a font relative to mkdocs.yml: the small book ships the same font
+    shutil.copytree(ROOT / "src" / "transformer_book" / "fonts", root / "src" / "transformer_book" / "fonts")
     (root / "docs" / "index.md").write_text("# 首页\n", encoding="utf-8")
     (root / "docs" / "lecture07").mkdir(parents=True)
     (root / "docs" / "lecture07" / "demo.md").write_text("# 演示\n\n" + blocks("text")[0], encoding="utf-8")
