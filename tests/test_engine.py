@@ -842,3 +842,17 @@ def test_stopping_a_build_stops_its_snippet_processes(project: Path) -> None:
     finally:
         if build.poll() is None:
             build.kill()
+
+
+def test_snippet_processes_never_oversubscribe_the_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With torch on n threads a build runs one snippet process per n cores (OpenMP threads that share a
+    core wait for each other: a 2-thread build with one process per core took several times longer)."""
+    from transformer_book.book.environment import default_workers
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    monkeypatch.delenv("BOOK_THREADS", raising=False)
+    assert default_workers() == 4
+    monkeypatch.setenv("BOOK_THREADS", "2")
+    assert default_workers() == 2
+    monkeypatch.setenv("BOOK_THREADS", "8")
+    assert default_workers() == 1

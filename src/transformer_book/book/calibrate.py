@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import records
-from .environment import machine
+from .environment import default_workers, machine
 from .results import DEFAULT_ABS, DEFAULT_TOLERANCE, EXACT, MEASURED, TRAINED, Claim, Number, Tolerance, from_data
 from .session import BookSession, closure
 
@@ -86,12 +86,8 @@ class SnippetCalibration:
 
 
 def perturbed_workers(perturbation: Perturbation, workers: int = 0) -> int:
-    """Worker processes for a perturbed run: with torch on n threads, one process per n cores — more would
-    oversubscribe the cores, and OpenMP threads that wait for each other slow a training many times over."""
-    if workers:
-        return workers
-    threads = int(perturbation.env.get("BOOK_THREADS", "1") or 1)
-    return max(1, (os.cpu_count() or 1) // threads)
+    """Worker processes for a perturbed run: with torch on n threads, one process per n cores."""
+    return workers or default_workers(int(perturbation.env.get("BOOK_THREADS", "1") or 1))
 
 
 def run_perturbed(root: Path, snippets: list[str], perturbation: Perturbation, workers: int = 0,

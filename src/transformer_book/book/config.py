@@ -10,7 +10,7 @@ option              environment            meaning
 ``fresh``           ``BOOK_FRESH=1``       ignore cached results, execute every snippet
 ``ci``              ``BOOK_CI=1``          fresh, and a missing/orphaned record, any drift, a claim that
                                            no longer holds or an uncalibrated trained value fails
-``workers``         ``BOOK_WORKERS=N``     parallel snippet processes (default: one per core)
+``workers``         ``BOOK_WORKERS=N``     parallel snippet processes (default: one per BOOK_THREADS cores)
 ``cache_dir``       ``BOOK_CACHE_DIR``     where results are cached: a folder, or a shared fsspec URL
                                            (``s3://bucket/prefix``, ``file:///shared/dir``)
 ``executor``        ``BOOK_EXECUTOR``      ``local`` (processes on this machine) or ``dask://host:port``

@@ -37,6 +37,14 @@ def threads() -> int:
         raise SystemExit(f"BOOK_THREADS must be a whole number, not {os.environ['BOOK_THREADS']!r}") from None
 
 
+def default_workers(threads_per_snippet: int | None = None) -> int:
+    """Snippet processes side by side on this machine: one per ``threads_per_snippet`` cores (default
+    :func:`threads`). More would oversubscribe the cores, and OpenMP threads that wait for each other on a
+    shared core slow a training many times over (a whole-book build on 2 threads took over 20 minutes with
+    two processes on 2 cores)."""
+    return max(1, (os.cpu_count() or 1) // (threads_per_snippet or threads()))
+
+
 def numerical_settings() -> dict[str, str]:
     """The settings of this run that differ from the defaults (empty for an ordinary build)."""
     out = {}

@@ -14,6 +14,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Sequence
 
+from .environment import default_workers
 from .lifetime import end_with
 from .worker import Outcome, SnippetError, Task, run_snippet
 
@@ -51,7 +52,7 @@ class LocalExecutor:
     """Runs tasks in fresh local processes, ``workers`` at a time."""
 
     def __init__(self, workers: int | None = None) -> None:
-        self.workers = max(1, workers or os.cpu_count() or 1)
+        self.workers = max(1, workers or default_workers())
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(), max_tasks_per_child=1,
                                          initializer=end_with, initargs=(os.getpid(),))
 

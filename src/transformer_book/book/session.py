@@ -106,7 +106,7 @@ class Options:
     execute: bool = True  # False: a plain build, nothing runs, pages show placeholders
     fresh: bool = False  # ignore cached results (still refresh the cache)
     ci: bool = False  # fresh, and every result must have a record and every record a snippet
-    workers: int = 0  # 0: one per core
+    workers: int = 0  # 0: one per BOOK_THREADS cores (environment.default_workers)
     write_missing_records: bool = True  # outside CI, a new snippet's first results become its record
     select: tuple[str, ...] = ()  # glob patterns (e.g. "lecture07/*"): run only these, skip the rest
     executor: str = "local"  # or "dask://host:port": run snippets on a Dask cluster (:mod:`.dask_executor`)
