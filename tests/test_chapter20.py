@@ -239,3 +239,20 @@ def test_kv_cache_timing_helper_returns_the_same_tokens_both_ways():
     slow, _ = analysis.time_generation(model, prompt, 10, use_cache=False, repeats=1)
     fast, _ = analysis.time_generation(model, prompt, 10, use_cache=True, repeats=1)
     assert torch.equal(slow, fast)
+
+
+def test_kv_cache_timing_runs_on_one_thread_whatever_the_build_uses(monkeypatch: pytest.MonkeyPatch):
+    """On 2 threads the CPU time counts threads waiting for each other; the ratio of the two paths went from
+    about 2.7 (64 positions) < 256's to 5.8 > 256's 3.9 in a BOOK_THREADS=2 build, turning a claim false."""
+    torch.manual_seed(0)
+    model = TransformerLM(vocab_size=11, d_model=8, n_heads=2, n_layers=1, max_len=12).eval()
+    seen = []
+    real = analysis.generate
+    monkeypatch.setattr(analysis, "generate", lambda *a, **k: (seen.append(torch.get_num_threads()), real(*a, **k))[1])
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        analysis.time_generation(model, torch.tensor([[1, 2]]), 4, use_cache=True, repeats=2)
+        assert seen == [1, 1] and torch.get_num_threads() == 2  # restored afterwards
+    finally:
+        torch.set_num_threads(before)
