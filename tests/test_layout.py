@@ -55,7 +55,8 @@ def test_no_engine_module_reaches_for_another_modules_private_names() -> None:
                               if a.name.startswith("_") and a.name != "__version__"]
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
                 owner = node.value
-                if isinstance(owner, ast.Name) and owner.id not in ("self", "cls"):
+                # os._exit is the standard library's documented exit without teardown, not a private name
+                if isinstance(owner, ast.Name) and owner.id not in ("self", "cls") and (owner.id, node.attr) != ("os", "_exit"):
                     offenders.append(f"{path.name}:{node.lineno}: {owner.id}.{node.attr}")
     assert offenders == []
 

@@ -156,6 +156,13 @@ class Cache:
             self._local_blob(entry.snippet, sha)
         return {name: str(self.blob_dir(entry.snippet) / sha) for name, sha in entry.artifacts.items()}
 
+    def has_entries(self) -> bool:
+        """Whether this cache may hold results: False only for a local cache with none (a fresh clone's)."""
+        if self.storage.shared:
+            return True  # listing a remote store to find out would cost more than it saves
+        entries = self.root / "entries"
+        return entries.is_dir() and any(entries.iterdir())
+
     # -- reading and writing -------------------------------------------------------------------------
 
     def load(self, snippet: str, key: str) -> Entry | None:

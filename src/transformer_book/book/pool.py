@@ -32,7 +32,8 @@ def _context() -> multiprocessing.context.BaseContext:
     if _CONTEXT is None:
         if "forkserver" in multiprocessing.get_all_start_methods():
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["transformer_book.book._preload", *_PRELOAD])
+            ctx.set_forkserver_preload(["transformer_book.book._preload", *_PRELOAD,
+                                        "transformer_book.book._forkserver_exit"])
         else:  # pragma: no cover - not on Linux
             ctx = multiprocessing.get_context("spawn")
         _CONTEXT = ctx
