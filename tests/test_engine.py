@@ -380,6 +380,7 @@ def _serve_plugin(project: Path):
     def render(page_path: str) -> str:
         plugin.on_pre_build(config=config)
         if plugin.background is not None and plugin.background.running:  # results land in the background …
+            plugin.on_post_build(config=config)  # (once the first build is written)
             plugin.background.wait(120)
             plugin.on_pre_build(config=config)  # … and the stamp's rebuild picks them up
         f = files.get_file_from_path(page_path)
@@ -563,7 +564,9 @@ def _served(project: Path, dirty: bool = True):
         plugin.on_pre_build(config=config)
         files = plugin.on_files(get_files(config), config=config)
         f = files.get_file_from_path(page_path)
-        return unwrap_origins(plugin.on_page_markdown(f.content_string, page=Page(None, f, config), config=config, files=files))
+        html = unwrap_origins(plugin.on_page_markdown(f.content_string, page=Page(None, f, config), config=config, files=files))
+        plugin.on_post_build(config=config)  # the site is written: the background build starts computing
+        return html
 
     return config, plugin, render
 

@@ -19,6 +19,9 @@ from .files import atomic_write_text
 from .session import BookSession, BuildState, Options, SnippetState
 
 
+HOLD_SECONDS = 120  # at most this long the background build waits for the first serve build to be written
+
+
 @dataclass
 class BackgroundBuild:
     session: BookSession
@@ -26,6 +29,9 @@ class BackgroundBuild:
     stamp: Path  # touched whenever a result lands; the server watches its folder
     log: Callable[[str], None] = print
     errors: dict[str, SnippetState] = field(default_factory=dict)  # snippet -> its failure (with the key it ran under)
+    # Set once the first serve build has been written: until then the snippets wait, so that the pages are
+    # rendered (and served) with the whole machine instead of sharing it with the trainings.
+    released: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
     _again: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -64,7 +70,12 @@ class BackgroundBuild:
             return
         atomic_write_text(self.stamp, f"{time.time()} {sid} {st.status}\n")
 
+    def release(self) -> None:
+        """The site has been written: the background build may use the cores now."""
+        self.released.set()
+
     def _run(self) -> None:
+        self.released.wait(timeout=HOLD_SECONDS)  # a build that never ends must not hold the results back
         while True:
             with self._lock:
                 self._again = False

@@ -370,6 +370,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
     def on_post_build(self, *, config: Any) -> None:
         site_dir = Path(config.site_dir)
         self._write_webfont(site_dir)
+        if self.background is not None:
+            self.background.release()  # the pages are written: now the snippets may have the cores
         for warning in fix_search.patch(site_dir):
             log.warning(warning + " (tests/test_browser.py checks that typed Chinese terms are searched whole)")
         if self.state is None or not self.options.execute or self.session is None:
