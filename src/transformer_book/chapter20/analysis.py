@@ -201,8 +201,9 @@ def time_generation(model: TransformerLM, prompt: torch.Tensor, max_new_tokens: 
     """贪心生成 ``max_new_tokens`` 个词元，返回生成结果与 ``repeats`` 次中最快一次的 CPU 秒数。
 
     计的是本进程用掉的 CPU 时间（``time.process_time``），不是墙钟时间：机器上别的程序抢走的时间不算在内，
-    所以机器忙的时候，两条路径的比值也不会因此走样。计时总在单线程下进行（之后恢复原来的线程数）：
+    所以机器忙的时候，两条路径的比值也不会因此走样。计时在单线程下进行（之后恢复原来的线程数）：
     多个线程时，等待别的线程的那些时间也算进 CPU 时间，两条路径的比值会走样。
+    例外：用 ``BOOK_THREADS`` 扰动的构建（校准）把线程数钉死，这里的单线程设置在那时不起作用。
     """
     best, out = math.inf, None
     threads = torch.get_num_threads()
