@@ -59,8 +59,21 @@ def source_characters(paths: Iterable[Path], code: Iterable[Path] = ()) -> str:
         else:
             continue
         for f in files:
-            chars.update(CJK.findall(f.read_text(encoding="utf-8", errors="ignore")))
+            chars.update(_characters_of(f))
     return "".join(sorted(chars))
+
+
+_READ: dict[Path, tuple[int, int, frozenset[str]]] = {}  # file -> (size, mtime, its characters): serve rebuilds
+
+
+def _characters_of(path: Path) -> frozenset[str]:
+    st = path.stat()
+    hit = _READ.get(path)
+    if hit is not None and hit[:2] == (st.st_size, st.st_mtime_ns):
+        return hit[2]
+    found = frozenset(CJK.findall(path.read_text(encoding="utf-8", errors="ignore")))
+    _READ[path] = (st.st_size, st.st_mtime_ns, found)
+    return found
 
 
 def _text_files(folder: Path, suffixes: tuple[str, ...]) -> Iterable[Path]:
