@@ -7,11 +7,12 @@ the book uses are cut out of the packaged font (a few hundred KB) and written as
 Cutting takes about 3 s (most of it Brotli), too long to wait for at the end of every fresh build or first
 ``serve``. So the character set is read from the book's *sources* (pages, snippets and their records, the
 Python code in the folders the plugin watches, ``mkdocs.yml``, the engine's own words, the theme's words for
-the site's language), which are known before any page is rendered, and the font is cut by a separate process (:class:`Subset`) while MkDocs renders
-the pages. At the end of the build the site's own characters are checked against it; if a page shows a
-character the sources do not hold (a theme string, say), the font is cut again, for the site's characters,
-before the build ends: the shipped font always covers every character shown. Results are cached by
-(character set, font file), so a build that adds no new character does no font work.
+the site's language), which are known before any page is rendered, and the font is cut by a separate
+process (:class:`Subset`) while MkDocs renders the pages. At the end of the build the site's own characters
+are checked against it; if a page shows a character the sources do not hold (a theme string, say), the font
+is cut again, for the site's characters, before the build ends: the shipped font always covers every
+character shown. Results are cached by (character set, font file), so a build that adds no new character
+does no font work.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ class Subset:
         if not self.cached:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._proc = subprocess.Popen([sys.executable, "-m", __name__, str(font), str(self.path)],
-                                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                          stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             assert self._proc.stdin is not None
             self._proc.stdin.write(chars.encode("utf-8"))
             self._proc.stdin.close()
@@ -130,8 +131,7 @@ class Subset:
         """The finished font file. If the process failed, the font is cut here, so that its error (if any)
         is raised in the build with its own traceback."""
         if self._proc is not None:
-            assert self._proc.stderr is not None
-            self._proc.stderr.read()
+            # Its stderr is not kept: a failure is cut again here, where the error is raised in the build.
             if self._proc.wait() != 0 or not self.path.exists():
                 cut(self.font, self.chars, self.path)
             self._proc = None
