@@ -676,7 +676,7 @@ def test_an_origin_survives_markdown_characters_in_a_claim(project: Path) -> Non
         from transformer_book.book import Claim
 
         def compute():
-            return {"ok": Claim("`F.gelu` 的 $x\\\\,\\\\Phi(x)$ 与 [链接](x) *强调* 都原样保留", True, n=1)}
+            return {"ok": Claim("`F.gelu` 的 $x\\\\,\\\\Phi(x)$ 与 [链接](x) *强调* 都原样保留", equal(n=1, 期望=1))}
     ''')
     write(project / "docs" / "part" / "page.md", PAGE + "\n一句话。{{ claim c:ok }}\n")
     site = project / "site"

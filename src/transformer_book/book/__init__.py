@@ -3,7 +3,8 @@
 Modules, one job each:
 
 - ``results``     – what a snippet returns (``Table``, ``Figure``, ``Value``, ``Claim``, ``Block``, ``Artifact``)
-                    and the three kinds of number (exact, trained, measured);
+                    and the four kinds of number (exact, trained, measured, rounding);
+- ``compare``     – the comparisons that decide a claim (``greater``, ``below``, ``all_of`` …), with margins;
 - ``discover``    – finding snippets and notebook pages;
 - ``environment`` – versions, platform and numerical settings: cache keys and provenance;
 - ``artifacts``   – handing data (trained weights …) from one snippet to another, never as pickles;
@@ -35,7 +36,12 @@ The engine knows nothing about Transformers, and imports nothing from the rest o
 
 from .artifacts import artifact
 from .notebook import claim, record
-from .results import EXACT, MEASURED, TRAINED, Artifact, Block, Claim, Figure, Table, Tolerance, Value
+from .compare import (above, all_of, any_of, at_least, at_most, below, between, decreasing, equal, greater,
+                      increasing, largest, less, non_decreasing, smallest, true)
+from .results import EXACT, MEASURED, ROUNDING, TRAINED, Artifact, Block, Claim, Figure, Table, Tolerance, Value
 
-__all__ = ["EXACT", "MEASURED", "TRAINED", "Artifact", "Block", "Claim", "Figure", "Table", "Tolerance", "Value",
-           "artifact", "claim", "record"]
+__all__ = ["EXACT", "MEASURED", "ROUNDING", "TRAINED", "Artifact", "Block", "Claim", "Figure", "Table", "Tolerance",
+           "Value", "artifact", "claim", "record",
+           # comparisons that decide a claim (compare.py)
+           "above", "all_of", "any_of", "at_least", "at_most", "below", "between", "decreasing", "equal", "greater",
+           "increasing", "largest", "less", "non_decreasing", "smallest", "true"]

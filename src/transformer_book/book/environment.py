@@ -4,7 +4,8 @@ The same dictionary enters every cache key (so a result computed under other set
 every record's provenance, and — for distributed builds — the check that a worker matches the build.
 
 Numerical settings are what the calibration perturbs (:mod:`.calibrate`): the torch thread count of each
-snippet (``BOOK_THREADS``, default 1), the order in which workers take snippets (``BOOK_ORDER``), and the
+snippet (``BOOK_THREADS``, default 1), the order in which workers take snippets (``BOOK_ORDER``), one-ulp
+noise in every training step (``BOOK_JITTER``, a noise seed), and the
 variables that choose other code paths of the same libraries — ``ATEN_CPU_CAPABILITY`` (torch's own
 kernels), ``MKL_CBWR`` (MKL's matrix products), ``OPENBLAS_CORETYPE`` (numpy's BLAS).
 """
@@ -18,13 +19,14 @@ from functools import lru_cache
 from pathlib import Path
 
 # Bump when the meaning of a cached result changes (payload layout, seeding, rendering of figures …).
-ENGINE_VERSION = "2"
+ENGINE_VERSION = "3"  # 3: claims are comparisons with margins; the rounding kind
 
 # Libraries whose version can change a snippet's numbers or figures.
 VERSIONED_PACKAGES = ("torch", "numpy", "matplotlib")
 
 # Environment variables that change floating-point code paths, and so may change trained numbers.
-NUMERICAL_VARIABLES = ("BOOK_THREADS", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "OPENBLAS_CORETYPE")
+NUMERICAL_VARIABLES = ("BOOK_THREADS", "BOOK_JITTER", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
+                       "OPENBLAS_CORETYPE")
 
 SEED = 0
 
@@ -35,6 +37,18 @@ def threads() -> int:
         return max(1, int(os.environ.get("BOOK_THREADS", "1")))
     except ValueError:
         raise SystemExit(f"BOOK_THREADS must be a whole number, not {os.environ['BOOK_THREADS']!r}") from None
+
+
+def jitter_seed() -> int | None:
+    """``BOOK_JITTER=<seed>``: a calibration run whose trainings are nudged by one ulp per step (see
+    :func:`.worker.install_jitter`); None in an ordinary build."""
+    value = os.environ.get("BOOK_JITTER", "")
+    if not value:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise SystemExit(f"BOOK_JITTER must be a whole number (a noise seed), not {value!r}") from None
 
 
 def default_workers(threads_per_snippet: int | None = None) -> int:

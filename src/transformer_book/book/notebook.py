@@ -9,7 +9,7 @@ about them that the page makes with :func:`claim`::
 
     from transformer_book.book import claim, record
     val_loss = record("val_loss", val_loss, ".3f", kind="trained")  # in Jupyter: returns the value
-    claim("beats_unigram", val_loss < unigram, "训练后的模型比只看字频的基线好", val_loss=val_loss)
+    claim("beats_unigram", less(val_loss=val_loss, unigram=unigram), "训练后的模型比只看字频的基线好")
 
 The executed notebook (with outputs: printed text, the last expression, matplotlib figures as PNG) is what
 mkdocs-jupyter renders and what readers download.
@@ -52,13 +52,14 @@ def record(name: str, value: Any, fmt: str = "", tolerance: Tolerance | None = N
     return value
 
 
-def claim(name: str, holds: Any, statement: str, **inputs: Any) -> bool:
-    """Record a statement the notebook's text makes about its results; returns whether it holds.
+def claim(name: str, check: Any, statement: str, uncertain: str = "") -> bool:
+    """Record a statement the notebook's text makes about its results, decided by a comparison
+    (:mod:`.compare`); returns whether it holds.
 
     In the build a claim that does not hold fails the build with the notebook's name; in Jupyter a claim
     that does not hold prints a warning, so the reader sees which sentence their run contradicts.
     """
-    result = Claim(statement, holds, **inputs)
+    result = Claim(statement, check, uncertain)
     if _RECORDED is not None:
         _keep("claim", name, result)
     elif not result.holds:

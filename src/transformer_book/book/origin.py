@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import records
-from .results import EXACT, MEASURED, TRAINED, Claim, Figure, Result, Table, Value
+from .results import EXACT, MEASURED, ROUNDING, TRAINED, Claim, Figure, Result, Table, Value
 
 MEASURED_NOTE = "在构建本书的机器上测得"
 RECORDS = "assets/records"  # the site folder the records are copied to (one JSON file per snippet)
@@ -31,8 +31,9 @@ def assets() -> dict[str, Path]:
 
 KIND_TEXT = {
     EXACT: "精确值：确定性计算，每次构建都要与记录相符",
-    TRAINED: "训练所得：随训练过程浮动，容差由校准测出",
+    TRAINED: "训练所得：随运算顺序浮动，带宽由一组扰动重算测出，并用留出的重算检验过",
     MEASURED: "实测值：随机器和负载而变，不与记录比较，只核对正文据此说出的结论",
+    ROUNDING: "舍入误差：本次运行算出的值，随 CPU 和库而变，不与记录比较，只核对正文给它的上界",
 }
 
 
@@ -66,21 +67,27 @@ def _tolerance(result: Result, key: str, record: dict[str, Any] | None) -> str:
         for n in result.numbers(key):
             if n.kind != TRAINED:
                 continue
-            tol, varies = records.calibrated_tolerance(record, n.series)
+            tol, not_compared = records.calibrated_tolerance(record, n.series)
             if tol is None:
                 spans.append("尚未校准")
+            elif not_compared:
+                spans.append("扰动下会跳变，不比较数值，只核对相关的说法")
             else:
-                spans.append(f"±{tol.abs:.3g}" + ("（扰动下会变，只核对结论）" if varies else ""))
+                spans.append(f"±{tol.abs:.3g}")
         uniq = list(dict.fromkeys(spans))
+        runs = (((record or {}).get("calibration") or {}).get("provenance") or {}).get("runs")
         texts.append("训练部分：" + ("、".join(uniq[:3]) + ("……" if len(uniq) > 3 else "") if uniq else "—")
-                     + "（扰动重算所见离散的 3 倍）")
+                     + (f"（{runs} 次扰动重算所见最大偏离的 {records.CALIBRATION_FACTOR:g} 倍；页面上的数来自一次运行）"
+                        if runs else ""))
     if MEASURED in kinds:
         texts.append("实测部分：不比较数值")
+    if ROUNDING in kinds:
+        texts.append("舍入部分：不比较数值")
     return "；".join(texts) or "—"
 
 
 def _kind(result: Result) -> str:
-    kinds = [k for k in (EXACT, TRAINED, MEASURED) if k in result.kinds]
+    kinds = [k for k in (EXACT, TRAINED, MEASURED, ROUNDING) if k in result.kinds]
     if not kinds:
         return "—"
     return "；".join(KIND_TEXT[k] for k in kinds)
@@ -100,8 +107,9 @@ def describe(snippet: str, key: str, result: Result, record: dict[str, Any] | No
     elif isinstance(result, Figure):
         out["value"] = "图中画出的数据见完整记录"
     elif isinstance(result, Claim):
-        out["value"] = ("成立" if result.holds else "不成立") + (f"：{result.describe_inputs()}" if result.inputs else "")
+        out["value"] = ("成立" if result.holds else "不成立") + f"：{result.describe_inputs()}"
         out["statement"] = result.statement
+        out["margin"] = _claim_margin(key, result, record)
     if not isinstance(result, Claim):
         out["kind"] = _kind(result)
         out["tolerance"] = _tolerance(result, key, record)
@@ -113,6 +121,21 @@ def describe(snippet: str, key: str, result: Result, record: dict[str, Any] | No
         here = page_url if page_url.endswith("/") or not page_url else posixpath.dirname(page_url) + "/"
         out["record"] = posixpath.relpath(record_target(snippet), here.rstrip("/") or ".")
     return out
+
+
+def _claim_margin(key: str, claim: Claim, record: dict[str, Any] | None) -> str:
+    """How far the claim is from flipping, against how far calibration saw its margin move."""
+    cal = records.claim_calibration(record, key)
+    if cal is None:
+        return "比较的是确定的数，余量不随机器而变" if claim.check.margin is not None or claim.check.combined else "离散的事实，不随机器而变"
+    runs = (((record or {}).get("calibration") or {}).get("provenance") or {}).get("runs", "?")
+    moved = max((float(a.get("spread") or 0.0) for a in cal.get("atoms", {}).values()), default=0.0)
+    worst = [a.get("worst") for a in cal.get("atoms", {}).values() if a.get("worst") is not None]
+    text = (f"{runs} 次扰动重算中，余量最多移动 {moved:.3g}" + (f"，最小余量 {min(worst):.3g}" if worst else "")
+            + ("；稳健：余量远大于它的浮动" if cal.get("robust") else "；余量在浮动之内"))
+    if claim.uncertain:
+        text += f"（正文已说明：{claim.uncertain}）"
+    return text
 
 
 # Characters that Markdown's inline patterns (math, code spans, links, escapes, emphasis) act on before

@@ -8,7 +8,9 @@ A record lives beside its snippet (``snippets/lecture07/scaling_study.py`` →
   the tolerance the snippet declared (a widened one always with its reason); claims with the numbers they
   were decided on;
 - ``calibration`` — for trained numbers, per series: the spread observed when the snippet was re-executed
-  under perturbations, and the tolerance derived from it, with the calibration's own provenance.
+  under an ensemble of perturbations, the band derived from it and whether the band held out
+  (``check``: ``band``, or ``claims``/``varies`` when the series is checked only through its claims); per
+  claim, its margin's spread and whether it is robust; the calibration's own provenance and rule.
 
 Records change only through ``python -m transformer_book accept`` / ``calibrate`` (or, outside CI, when a
 snippet is new). The drift check against them is :mod:`.drift`.
@@ -71,18 +73,27 @@ def build_record(snippet: str, results: dict[str, Result], seconds: float | None
     if cal:
         trained = {n.series for key, r in results.items() for n in r.numbers(key) if n.kind == TRAINED}
         kept = {s: v for s, v in cal.get("series", {}).items() if s in trained}
-        if kept:
-            rec["calibration"] = {**cal, "series": kept}
+        claims = {k: v for k, v in (cal.get("claims") or {}).items() if k in results}
+        if kept or claims:
+            rec["calibration"] = {**cal, "series": kept, **({"claims": claims} if "claims" in cal else {})}
     return rec
 
 
 def calibrated_tolerance(record: dict[str, Any] | None, series: str) -> tuple[Tolerance | None, bool]:
-    """(tolerance, varies) of a trained series from the record's calibration; (None, False) if uncalibrated."""
+    """(tolerance, not compared) of a trained series from the record's calibration; (None, False) if
+    uncalibrated. A series that calibration could not band (``check`` is ``claims`` or ``varies``) is not
+    compared as a number: its claims are."""
     entry = ((record or {}).get("calibration") or {}).get("series", {}).get(series)
     if entry is None:
         return None, False
     tol = Tolerance(abs=max(float(entry.get("abs", 0.0)), DEFAULT_ABS), reason="calibrated")
-    return tol, bool(entry.get("varies", False))
+    check = entry.get("check", "varies" if entry.get("varies") else "band")
+    return tol, check != "band"
+
+
+def claim_calibration(record: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    """What calibration measured of a claim's margin (``robust``, and per atom margin, spread, worst, held)."""
+    return (((record or {}).get("calibration") or {}).get("claims") or {}).get(key)
 
 
 def problems(path: Path, record: dict[str, Any]) -> list[str]:
@@ -99,6 +110,9 @@ def problems(path: Path, record: dict[str, Any]) -> list[str]:
         if not prov.get("date") or not prov.get("runs"):
             out.append(f"{path}: the calibration block has no provenance (date, runs); rerun calibrate")
         for series, entry in cal.get("series", {}).items():
+            if not isinstance(entry, dict):
+                out.append(f"{path}: calibration of series {series!r} is not an object")
+                continue
             spread, tol = float(entry.get("spread", 0.0)), float(entry.get("abs", 0.0))
             if tol > max(CALIBRATION_FACTOR * spread, DEFAULT_ABS) * (1 + 1e-9):
                 out.append(f"{path}: series {series!r} has a tolerance ({tol:g}) wider than "

@@ -28,12 +28,15 @@ def drift_report(state: BuildState, usage: Usage) -> str:
     for ch in state.drift:
         by_snippet[ch.snippet].append(ch)
     claims = [ch for ch in state.drift if ch.kind == "claim"]
-    values = len(state.drift) - len(claims)
+    noisy = [ch for ch in state.drift if ch.kind == "noisy"]
+    values = len(state.drift) - len(claims) - len(noisy)
     head = []
     if values:
         head.append(f"{values} recorded value(s) changed")
     if claims:
         head.append(f"{len(claims)} claim(s) no longer hold")
+    if noisy:
+        head.append(f"{len(noisy)} claim(s) decided inside their calibrated noise")
     lines = [f"Drift: {' and '.join(head)} in {len(by_snippet)} snippet(s)."]
     for sid, changes in by_snippet.items():
         snip = state.snippets[sid].snippet
@@ -41,7 +44,7 @@ def drift_report(state: BuildState, usage: Usage) -> str:
         for ch in changes[:20]:
             lines.append(f"    {ch.describe()}")
             pages = _pages(usage, sid, ch.result)
-            where = "stated at" if ch.kind == "claim" else "shown at"
+            where = "stated at" if ch.kind in ("claim", "noisy") else "shown at"
             lines.append(f"      {where}: {', '.join(pages) if pages else '(no page shows it)'}")
         if len(changes) > 20:
             lines.append(f"    … and {len(changes) - 20} more")
@@ -49,6 +52,10 @@ def drift_report(state: BuildState, usage: Usage) -> str:
     if claims:
         lines.append("A claim that no longer holds means the sentence at that page:line is no longer true: fix the "
                      "code or the sentence (and the claim with it).")
+    if noisy:
+        lines.append("A claim inside its noise may turn false on another machine: its margin is within what "
+                     "calibration saw the perturbations move it. Say only what holds with room to spare, or say in "
+                     "the sentence how sure it is (and Claim(…, uncertain=\"…\") says how).")
     if values:
         lines.append("If the change is deliberate, rewrite the records (prints old → new):  "
                      + f"{ACCEPT} {' '.join(by_snippet)}")

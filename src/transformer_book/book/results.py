@@ -8,7 +8,7 @@ Every number is flattened to a *path* (``"lookup[1].输出"``, ``"max_weight"``,
 so that a drift report can name exactly which cell changed, and belongs to a *series* (the path without its
 indices: ``"lookup.输出"``, ``"figure.ax0.line1.y"``): the unit whose spread calibration measures.
 
-Each number is of one of three kinds, declared by the snippet:
+Each number is of one of four kinds, declared by the snippet:
 
 ``exact``
     deterministic arithmetic; the same code gives the same number anywhere (up to the tight default
@@ -16,8 +16,12 @@ Each number is of one of three kinds, declared by the snippet:
 ``trained``
     depends on the order of floating-point operations — anything trained or sampled from a trained model,
     and rounding residuals such as ``max |a − b|`` of two float32 computations. Its tolerance is not chosen
-    by hand: ``python -m transformer_book calibrate`` measures how far it moves under perturbations that stand
-    in for another machine and writes three times that spread into the record;
+    by hand: ``python -m transformer_book calibrate`` measures how far it moves under an ensemble of
+    perturbations that stand in for other machines, and writes a band validated on runs it was not fitted to;
+``rounding``
+    a residual at the level of float rounding (``max |a − b|`` of two float32 computations of the same thing,
+    an orthogonality defect): it changes discretely with every library and CPU, so it is recorded and shown
+    as computed, never compared as a number — the :class:`Claim` that bounds it ("小于 10⁻⁵") is checked;
 ``measured``
     depends on the machine (wall-clock or CPU time, speed-ups, memory): recorded with its provenance, shown on
     the page as measured on the build machine, never compared as a number. What the build checks instead is
@@ -32,8 +36,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
-EXACT, TRAINED, MEASURED = "exact", "trained", "measured"
-KINDS = (EXACT, TRAINED, MEASURED)
+EXACT, TRAINED, MEASURED, ROUNDING = "exact", "trained", "measured", "rounding"
+KINDS = (EXACT, TRAINED, MEASURED, ROUNDING)
+NOT_COMPARED = (MEASURED, ROUNDING)  # recorded and shown, never compared as numbers: their claims are checked
 
 # Default tolerance: tight. Same machine, same thread count and same seeds give bit-identical results;
 # the slack only absorbs float printing and summation-order noise between library builds.
@@ -144,7 +149,7 @@ def _check_kind(kind: str, tolerance: Tolerance, what: str) -> None:
         raise ValueError(
             f"{what}: a {kind} value takes no hand-set tolerance — "
             + ("trained values are calibrated (python -m transformer_book calibrate)" if kind == TRAINED
-               else "measured values are never compared; check the bound the text promises with a Claim")
+               else f"{kind} values are never compared; check the bound the text promises with a Claim")
         )
 
 
@@ -360,45 +365,66 @@ class Figure(Result):
 
 
 class Claim(Result):
-    """A statement the prose makes about results, decided by the snippet and recorded with its evidence.
+    """A statement the prose makes about results, decided by a comparison and recorded with its margin.
 
-    ``Claim("上下文 256 时，KV 缓存至少快 1.5 倍", speedup_256 >= 1.5, speedup_256=speedup_256)``
+    ``Claim("上下文 256 时，KV 缓存至少快 1.5 倍", at_least(speedup_256, 1.5, name="加速比"))``
 
-    A page cites it next to the sentence that makes it (``{{ claim c11_kv_cache:cache_faster }}``); a build in
-    which the claim no longer holds fails, naming the claim, the numbers it was decided on and every page:line
-    that states it. Keep ``assert`` for programming errors only.
+    The second argument is a :class:`~.compare.Comparison` (``greater``, ``below``, ``all_of`` … from
+    :mod:`.compare`), never a bare boolean: the engine records what was compared and how far the claim is
+    from flipping (its *margin*), and calibration measures how much that margin moves under perturbations.
+    A page cites the claim next to the sentence that makes it (``{{ claim c11_kv_cache:cache_faster }}``); a
+    build in which it no longer holds fails, naming the claim, the comparison and every page:line that states
+    it. A claim whose margin lies inside its calibrated noise fails the strict build too, unless the
+    sentence states that uncertainty and ``uncertain`` says how (e.g. ``uncertain="四个种子里有一个例外"``).
+    Keep ``assert`` for programming errors only.
     """
 
     type_name = "claim"
 
-    def __init__(self, statement: str, holds: Any, **inputs: Any) -> None:
+    def __init__(self, statement: str, check: Any, uncertain: str = "") -> None:
+        from .compare import Comparison
+
         if not isinstance(statement, str) or not statement.strip():
             raise ValueError("Claim: the first argument is the statement, in the words of the page")
-        holds = plain(holds)
-        if not isinstance(holds, bool):
-            raise TypeError(f"Claim {statement!r}: holds must be a boolean, got {type(holds).__name__}")
+        if not isinstance(check, Comparison):
+            raise TypeError(
+                f"Claim {statement!r}: the second argument must be a comparison (greater, less, above, below, "
+                f"at_least, at_most, between, increasing, smallest, equal, true, all_of … from "
+                f"transformer_book.book), not {type(check).__name__}: the engine records its inputs and margin")
         self.statement = statement
-        self.holds = holds
-        self.inputs = {k: plain(v) for k, v in inputs.items()}
+        self.check = check
+        self.uncertain = str(uncertain or "")
+
+    @property
+    def holds(self) -> bool:
+        return self.check.holds
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        return self.check.flat_inputs()
 
     def __repr__(self) -> str:
-        return f"Claim({self.statement!r}, {self.holds}, {self.inputs})"
+        return f"Claim({self.statement!r}, {self.check.describe()})"
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Claim) and (self.statement, self.holds, self.inputs) == (other.statement, other.holds, other.inputs)
+        return isinstance(other, Claim) and self.to_data() == other.to_data()
 
     def describe_inputs(self) -> str:
-        def short(v: Any) -> str:
-            return f"{v:.6g}" if isinstance(v, float) else repr(v)
-
-        return ", ".join(f"{k} = {short(v)}" for k, v in self.inputs.items())
+        return self.check.describe()
 
     def to_data(self) -> dict[str, Any]:
-        return {"type": "claim", "statement": self.statement, "holds": self.holds, "inputs": self.inputs}
+        out = {"type": "claim", "statement": self.statement, "holds": self.holds, "check": self.check.to_data()}
+        if self.uncertain:
+            out["uncertain"] = self.uncertain
+        return out
 
     @classmethod
     def from_data(cls, d: dict[str, Any]) -> "Claim":
-        return cls(d["statement"], d["holds"], **d.get("inputs", {}))
+        from .compare import Comparison
+
+        if "check" not in d:
+            raise ValueError("a claim recorded without its comparison (an older record: accept it again)")
+        return cls(d["statement"], Comparison.from_data(d["check"]), d.get("uncertain", ""))
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 
 from . import artifacts
 from .cache import write_blob
-from .environment import SEED, numerical_settings, threads
+from .environment import SEED, jitter_seed, numerical_settings, threads
 from .results import RESULT_TYPES, Artifact, Figure, Result
 
 ENGINE_DIR = Path(__file__).resolve().parent
@@ -93,6 +93,36 @@ def seed_everything() -> None:
         # as the P08 notebook does for its Jupyter readers.
         original = torch.set_num_threads
         torch.set_num_threads = lambda _n: original(n)  # type: ignore[assignment]
+    if jitter_seed() is not None:
+        install_jitter(jitter_seed())
+
+
+def install_jitter(seed: int) -> None:
+    """A calibration perturbation (``BOOK_JITTER=<seed>``): before every optimiser step, every parameter
+    element moves by one ulp, up or down at random (a generator of its own, seeded by ``seed``).
+
+    That is what another reduction order does to a training — the same arithmetic rounded differently, by
+    about an ulp, at every step — and the training amplifies it exactly as it would amplify a platform's
+    difference. Unlike naming a machine, each seed is an independent draw, so an ensemble of them measures
+    the spread instead of sampling it once. It touches no random stream the snippet uses (data order, dropout,
+    sampling keep their seeds), only the parameters' last bits."""
+    import torch
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    generator = torch.Generator().manual_seed(seed)
+
+    def nudge(optimizer: Any, args: Any, kwargs: Any) -> None:
+        with torch.no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if not p.is_floating_point():
+                        continue
+                    up = torch.rand(p.shape, generator=generator) < 0.5
+                    target = torch.where(up, torch.tensor(float("inf"), dtype=p.dtype),
+                                         torch.tensor(float("-inf"), dtype=p.dtype))
+                    p.copy_(torch.nextafter(p, target))
+
+    register_optimizer_step_pre_hook(nudge)
 
 
 def _prepare_matplotlib() -> None:

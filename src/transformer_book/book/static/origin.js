@@ -6,6 +6,7 @@
   var ROWS = [
     ["statement", "结论"],
     ["value", "完整数值"],
+    ["margin", "余量"],
     ["kind", "类别"],
     ["tolerance", "容差"],
     ["measured", "测量"],

@@ -1,0 +1,188 @@
+"""Calibration as an estimate: bands from an ensemble of perturbations, kept only where they hold out; claims
+as comparisons whose margins calibration measures. Unit tests of the rule on made-up runs, then the whole
+loop on a throw-away project with a real (tiny) training: calibrate, build under a held-out perturbation,
+plant a claim inside the noise, change the computation by 1 %."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from transformer_book.book import Claim, Value, above, all_of, at_least, below, equal, greater, smallest
+from transformer_book.book.calibrate import FACTOR, measure, write
+
+from test_drift import build, output, write as write_file
+
+
+def _record(results: dict) -> dict:
+    return {"format": 2, "snippet": "part/a", "provenance": {}, "results": {k: r.to_record() for k, r in results.items()}}
+
+
+def _runs(values: dict[str, dict]) -> dict:
+    return {name: {"results": {"part/a": {k: r.to_data() for k, r in res.items()}}} for name, res in values.items()}
+
+
+def test_a_band_is_kept_when_every_run_is_covered_by_the_band_of_the_others() -> None:
+    rec = _record({"loss": Value(2.0, kind="trained")})
+    runs = _runs({f"jitter-{i}": {"loss": Value(2.0 + d, kind="trained")} for i, d in enumerate([1e-4, -2e-4, 1.5e-4, 3e-4])})
+    cal = measure(rec, runs, "part/a")
+    s = cal.series["loss"]
+    assert s.spread == pytest.approx(3e-4)
+    assert s.check == "band" and s.band() == pytest.approx(FACTOR * 3e-4)
+    assert cal.coverage() == (4, 4)
+
+
+def test_a_run_that_jumps_far_beyond_the_others_makes_the_series_unbanded_and_checked_by_its_claims() -> None:
+    """An accuracy that is 1.0 in every run but one (a threshold crossing): no band fitted without that run
+    covers it, so the number is not compared — a band of 1e-9 would be a false alarm on the next machine."""
+    rec = _record({"acc": Value(1.0, kind="trained")})
+    runs = _runs({"jitter-1": {"acc": Value(1.0, kind="trained")}, "jitter-2": {"acc": Value(1.0, kind="trained")},
+                  "aten-avx2": {"acc": Value(0.896, kind="trained")}})
+    cal = measure(rec, runs, "part/a")
+    assert cal.series["acc"].check == "claims"
+    assert cal.coverage() == (2, 3)
+    entry = write(rec, cal, [], "test")["calibration"]["series"]["acc"]
+    assert entry["check"] == "claims" and "aten-avx2" in entry["why"]
+
+
+def test_a_claim_margin_inside_its_spread_is_not_robust_and_one_with_room_is() -> None:
+    def results(loss: float) -> dict:
+        return {"loss": Value(loss, kind="trained"),
+                "tight": Claim("损失低于 2.0001", below(loss, 2.0001, name="损失")),
+                "roomy": Claim("损失低于 3", below(loss, 3.0, name="损失")),
+                "which": Claim("RoPE 最低", smallest({"rope": loss, "none": 5.0}, "rope"))}
+
+    rec = _record(results(2.0))
+    runs = _runs({f"jitter-{i}": results(2.0 + d) for i, d in enumerate([5e-5, -5e-5, 8e-5])})
+    cal = measure(rec, runs, "part/a")
+    assert not cal.claims["tight"].robust  # margin 1e-4 against a spread of 8e-5
+    assert cal.claims["roomy"].robust and cal.claims["which"].robust
+    assert cal.claims["tight"].ratio == pytest.approx(1e-4 / 8e-5, rel=1e-3)
+    block = write(rec, cal, [], "test")["calibration"]["claims"]["tight"]
+    assert block["robust"] is False and block["atoms"]["·"]["held"] == "3/3"
+
+
+def test_all_of_needs_every_part_robust_and_a_discrete_part_must_hold_in_every_run() -> None:
+    def results(head: int, acc: float) -> dict:
+        return {"acc": Value(acc, kind="trained"),
+                "c": Claim("第 3 个头最专注，准确率高于 0.9", all_of(equal(头=head, 期望=3), above(acc, 0.9, name="准确率")))}
+
+    rec = _record(results(3, 0.95))
+    cal = measure(rec, _runs({"jitter-1": results(3, 0.951), "jitter-2": results(2, 0.949)}), "part/a")
+    assert not cal.claims["c"].robust, "the head flipped in one run"
+    assert any("jitter-2" in f for f in cal.flipped_claims)
+
+
+def test_a_claim_is_a_comparison_not_a_boolean() -> None:
+    with pytest.raises(TypeError, match="must be a comparison"):
+        Claim("快 1.5 倍", True)
+    with pytest.raises(TypeError, match="compares numbers"):
+        above(True, 0.5)
+    assert greater(gpt=4.8, rnn=4.4).margin == pytest.approx(0.4)
+    assert at_least(1.5, 1.5).holds and not above(1.5, 1.5).holds
+
+
+# ------------------------------------------------------------------------------------------------ whole loop
+
+TRAINING = '''
+import sys
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+import knobs
+import torch
+from transformer_book.book import Claim, Value, below
+
+
+def compute():
+    torch.manual_seed(0)
+    x, y = torch.randn(1024, 16), torch.randn(1024, 1)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    for _ in range(150):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+    final = float(loss) * knobs.SCALE
+    return {
+        "loss": Value(final, ".6f", kind="trained"),
+        "low": Claim("训练后的损失低于 1", below(final, 1.0, name="损失")),
+        "tight": Claim("训练后的损失低于门槛", below(final, knobs.THRESHOLD, name="损失"), uncertain=knobs.UNCERTAIN),
+    }
+'''
+
+PAGE = "# 页\n\n损失是 {{ a:loss }}。{{ claim a:low }}\n\n它还低于门槛。{{ claim a:tight }}\n"
+
+
+def _knobs(project: Path, **values: object) -> None:
+    base = {"SCALE": 1.0, "THRESHOLD": 10.0, "UNCERTAIN": ""}
+    base.update(values)
+    write_file(project / "lib" / "knobs.py", "".join(f"{k} = {v!r}\n" for k, v in base.items()))
+
+
+def _calibrate(project: Path, jitter: int = 5) -> str:
+    code = textwrap.dedent(f"""
+        from transformer_book.book.calibrate import calibrate, jitters, summary
+        from transformer_book.book.project import open_session
+        print(summary(calibrate(open_session(), ["part/a"], chosen=jitters({jitter}))))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def trained_project(tmp_path: Path) -> Path:
+    write_file(tmp_path / "mkdocs.yml", (Path(__file__).parent / "test_drift.py").read_text(encoding="utf-8")
+               .split('MKDOCS_YML = """', 1)[1].split('"""', 1)[0])
+    _knobs(tmp_path)
+    write_file(tmp_path / "snippets" / "part" / "a.py", TRAINING)
+    write_file(tmp_path / "docs" / "part" / "page.md", PAGE)
+    write_file(tmp_path / "docs" / "index.md", "# 首页\n")
+    assert build(tmp_path).returncode == 0
+    return tmp_path
+
+
+def _record_of(project: Path) -> dict:
+    return json.loads((project / "snippets" / "part" / "a.record.json").read_text(encoding="utf-8"))
+
+
+def test_the_ensemble_bands_a_training_a_held_out_seed_passes_and_a_one_percent_change_fails(trained_project: Path) -> None:
+    out = _calibrate(trained_project)
+    cal = _record_of(trained_project)["calibration"]
+    assert cal["provenance"]["runs"] == 5 and "leave-one-out" in cal["provenance"]["rule"]
+    loss = cal["series"]["loss"]
+    assert loss["check"] == "band" and 0 < loss["spread"] < 1e-3, "one ulp per step moves the loss, a little"
+    assert cal["held_out"] == {"banded_series": 1, "unbanded_series": 0, "covered": 5, "trials": 5}
+    assert cal["claims"]["low"]["robust"] is True
+    assert "part/a | 5 | 1 / 0 | 5/5" in out
+
+    held_out = build(trained_project, BOOK_CI="1", BOOK_JITTER="1000", ATEN_CPU_CAPABILITY="default")
+    assert held_out.returncode == 0, "a noise seed and a kernel path calibration never saw: " + output(held_out)
+
+    _knobs(trained_project, SCALE=1.01)  # a deliberate 1 % change of the computation
+    done = build(trained_project, BOOK_CI="1")
+    assert done.returncode != 0 and "loss: recorded" in output(done) and "calibrated abs" in output(done)
+
+
+def test_a_claim_planted_inside_the_noise_fails_the_strict_build_naming_page_line_unless_it_says_so(trained_project: Path) -> None:
+    final = _record_of(trained_project)["results"]["loss"]["value"]
+    _knobs(trained_project, THRESHOLD=final * (1 + 2e-7))  # holds here, by less than a few ulps
+    assert build(trained_project).returncode == 0
+    _calibrate(trained_project)
+    assert _record_of(trained_project)["calibration"]["claims"]["tight"]["robust"] is False
+    done = build(trained_project)  # --strict: a warning fails it
+    assert done.returncode != 0
+    out = output(done)
+    assert "claim 'tight' is decided inside its noise" in out and "stated at: part/page.md:5" in out
+    assert "claim 'low'" not in out, "the claim with room to spare is robust"
+
+    _knobs(trained_project, THRESHOLD=final * (1 + 2e-7), UNCERTAIN="正文说明这只在本机的这次运行里成立")
+    # the snippet's source is unchanged; the knob module changed, so it reruns and says how the sentence hedges
+    done = build(trained_project)
+    assert "inside its noise" not in output(done), output(done)
