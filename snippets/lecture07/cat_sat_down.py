@@ -7,7 +7,7 @@
 import numpy as np
 
 from transformer_book.attention_numpy import self_attention, self_attention_loop
-from transformer_book.book import Claim, Table, Value
+from transformer_book.book import Claim, Table, Value, below
 
 WORDS = ["the", "cat", "sat", "down"]
 D, D_K = 4, 3
@@ -32,7 +32,7 @@ def compute():
         "scores": matrix_table(trace.scores, WORDS, WORDS),
         "weights": matrix_table(trace.weights, WORDS, WORDS),
         "outputs": matrix_table(trace.output, WORDS, dims),
-        "loop_matrix_max_diff": Value(max_diff, ".1e", kind="trained"),  # 浮点舍入：取决于求和顺序
-        "loop_equals_matrix": Claim("逐词循环与矩阵形式只差浮点舍入（最大差小于 10⁻¹²）", max_diff < 1e-12, max_diff=max_diff),
+        "loop_matrix_max_diff": Value(max_diff, ".1e", kind="rounding"),  # 浮点舍入：取决于求和顺序
+        "loop_equals_matrix": Claim("逐词循环与矩阵形式只差浮点舍入（最大差小于 10⁻¹²）", below(max_diff, 1e-12, name="最大差")),
 
     }

@@ -7,7 +7,7 @@
 import numpy as np
 
 from transformer_book.attention_numpy import causal_mask, self_attention
-from transformer_book.book import Claim, Figure, Table, Value
+from transformer_book.book import Claim, Figure, Table, Value, above, at_most, below
 from transformer_book.plotting import attention_heatmap, new_figure
 
 WORDS = ["the", "cat", "sat", "down"]
@@ -44,9 +44,9 @@ def compute():
         "weights": words_table(trace.weights, ".3f"),
         "earlier_outputs_max_diff": Value(earlier_diff, ".1f"),
         "last_output_max_diff": Value(last_diff, ".3f"),
-        "masked_weights_zero": Claim("被挡住的位置，权重恰好是 0", masked_weight == 0.0, max_masked_weight=masked_weight),
-        "last_row_unchanged": Claim("最后一行什么都看得见，与不加掩码时相同", last_row_diff < 1e-12, max_diff=last_row_diff),
-        "earlier_outputs_unchanged": Claim("换掉最后一个词，前三个位置的输出恰好不变", earlier_diff == 0.0, max_diff=earlier_diff),
-        "last_output_changes": Claim("最后一个位置自己的输出变了", last_diff > 1e-3, max_diff=last_diff),
+        "masked_weights_zero": Claim("被挡住的位置，权重恰好是 0", at_most(masked_weight, 0.0, name="被挡住位置的最大权重")),
+        "last_row_unchanged": Claim("最后一行什么都看得见，与不加掩码时相同", below(last_row_diff, 1e-12, name="最大差")),
+        "earlier_outputs_unchanged": Claim("换掉最后一个词，前三个位置的输出恰好不变", at_most(earlier_diff, 0.0, name="前三个位置的最大差")),
+        "last_output_changes": Claim("最后一个位置自己的输出变了", above(last_diff, 1e-3, name="最后一个位置的最大差")),
     }
 

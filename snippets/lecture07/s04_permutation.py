@@ -6,7 +6,7 @@ d_k = d_v = 3）各做一次自注意力，比较同一个词在两句里的输�
 
 import numpy as np
 
-from transformer_book.book import Claim, Table, Value
+from transformer_book.book import Claim, Table, Value, above, below
 from transformer_book.lecture07.positions import outputs_by_word, sinusoidal_table
 
 WORDS = ["dog", "bites", "man"]
@@ -41,13 +41,13 @@ def compute():
         "differences": Table(
             columns=["词", "不加位置：两句输出的最大差", "加位置向量：两句输出的最大差"],
             rows=diff_rows,
-            formats=["", ".1e", ".3f"], kinds={"不加位置：两句输出的最大差": "trained"},  # 只是舍入误差
+            formats=["", ".1e", ".3f"], kinds={"不加位置：两句输出的最大差": "rounding"},  # 只是舍入误差
         ),
-        "max_diff_plain": Value(max_diff_plain, ".1e", kind="trained"),
+        "max_diff_plain": Value(max_diff_plain, ".1e", kind="rounding"),
         "same_without_positions": Claim("不加位置时，同一个词在两句里的输出只差浮点舍入（小于 10⁻¹²）",
-                                        max_diff_plain < 1e-12, max_diff=max_diff_plain),
+                                        below(max_diff_plain, 1e-12, name="最大差")),
         "different_with_positions": Claim("加上位置向量之后，每个词的输出都随句子改变（差都大于 0.01）",
-                                          min_diff_with_pos > 1e-2, min_diff=min_diff_with_pos),
+                                          above(min_diff_with_pos, 1e-2, name="最小差")),
 
         "dog_diff_with_pos": Value(diff(with_pos, "dog"), ".3f"),
     }

@@ -6,7 +6,7 @@
 
 import torch
 
-from transformer_book.book import Claim, Value
+from transformer_book.book import Claim, Value, true
 
 from transformer_book.transformer import LearnedPositionEmbedding
 
@@ -25,7 +25,7 @@ def compute():
         message = ""
     return {
         "refuses": Claim("要第 513 个位置时，代码拒绝执行，并在错误信息里写出表的长度",
-                         f"L_max = {L_MAX}" in message, message=message),
+                         true(f"L_max = {L_MAX}" in message, name="错误信息写出了表的长度")),
         "shape": Value(f"{tuple(full.shape)}"),
         "parameters": Value(table.table.weight.numel(), ",d"),
         "error": Value(message),

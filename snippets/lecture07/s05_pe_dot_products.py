@@ -5,7 +5,7 @@
 
 import numpy as np
 
-from transformer_book.book import Claim, Table, Tolerance, Value
+from transformer_book.book import Claim, Table, Tolerance, Value, below, greater
 from transformer_book.lecture07.positions import pe_dot_product_formula, pe_dot_products
 
 D = 64
@@ -24,12 +24,11 @@ def compute():
     return {
         "table": Table(columns=["", *[f"$k = {k}$" for k in DISTANCES]], rows=rows,
                        formats=["", *[".1f"] * len(DISTANCES)], tolerance=FLOAT32),
-        "max_deviation": Value(spread, ".1e", kind="trained"),  # 舍入误差本身：取决于求和顺序
+        "max_deviation": Value(spread, ".1e", kind="rounding"),  # 舍入误差本身：取决于求和顺序
         "start_does_not_matter": Claim("三个起点的点积与闭式 Σ cos(kωᵢ) 只差 float32 的舍入（小于 10⁻⁴）",
-                                       spread < 1e-4, max_deviation=spread),
+                                       below(spread, 1e-4, name="最大偏差")),
         "not_monotonic": Claim("点积随距离并不严格单调：k = 32 时比 k = 16 时大",
-                               bool(dots[0, k_index[32]] > dots[0, k_index[16]]),
-                               k16=dots[0, k_index[16]], k32=dots[0, k_index[32]]),
+                               greater(k32=dots[0, k_index[32]], k16=dots[0, k_index[16]])),
 
         "k0": Value(formula[k_index[0]], ".1f"),
         "k1": Value(formula[k_index[1]], ".1f"),

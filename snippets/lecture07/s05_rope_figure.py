@@ -7,7 +7,7 @@ d_k = 2 时只有一对维度，θ = 10000⁰ = 1 弧度。左图：同一个查
 
 import numpy as np
 
-from transformer_book.book import Claim, Figure
+from transformer_book.book import Claim, Figure, below
 from transformer_book.plotting import new_figure
 from transformer_book.lecture07.positions import rope_rotate
 
@@ -57,7 +57,6 @@ def compute():
         ax.set(xlim=(-1.45, 1.45), ylim=(-1.45, 1.45), aspect="equal", xticks=[], yticks=[])
     return {
         "figure": Figure(fig, data={"dot_products": dots}),
-        "same_dot_product": Claim("m − n 相同的两组，旋转后的点积相同", abs(dots[0] - dots[1]) < 1e-6,
-                                  dot_1_0=dots[0], dot_4_3=dots[1]),
+        "same_dot_product": Claim("m − n 相同的两组，旋转后的点积相同", below(abs(dots[0] - dots[1]), 1e-6, name="两组点积之差")),
     }
 

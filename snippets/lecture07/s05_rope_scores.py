@@ -7,7 +7,7 @@ RoPE 把 q 转 m 个“步长”、把 k 转 n 个“步长”再做点积；对
 
 import numpy as np
 
-from transformer_book.book import Claim, Table, Tolerance, Value
+from transformer_book.book import Claim, Table, Tolerance, Value, above, all_of, below
 from transformer_book.lecture07.positions import (
     added_pe_scores,
     half_split_to_interleaved,
@@ -53,22 +53,21 @@ def compute():
             formats=["d", ".4f", ".4f"],
             tolerance=FLOAT32,
         ),
-        "rope_spread": Value(rope_spread, ".1e", kind="trained"),  # 舍入误差本身：取决于求和顺序
+        "rope_spread": Value(rope_spread, ".1e", kind="rounding"),  # 舍入误差本身：取决于求和顺序
         "added_spread_offset3": Value(added_spread[3], ".3f"),
         "added_spread_offset0": Value(added_spread[0], ".3f"),
         "added_spread_offset_minus3": Value(added_spread[-3], ".3f"),
         "q_norm": Value(np.linalg.norm(q), ".4f"),
-        "norm_change": Value(norm_change, ".1e", kind="trained"),
-        "pairing_diff": Value(pairing_diff, ".1e", kind="trained"),
-        "relative_only": Claim("用 RoPE 时，m − n 相同的几组打分只差 float32 的舍入（小于 10⁻⁴）", rope_spread < 1e-4,
-                               spread=rope_spread),
-        "tells_sign_apart": Claim("RoPE 的打分区分 m − n = 3 与 m − n = −3", asymmetry > 1e-2, difference=asymmetry),
+        "norm_change": Value(norm_change, ".1e", kind="rounding"),
+        "pairing_diff": Value(pairing_diff, ".1e", kind="rounding"),
+        "relative_only": Claim("用 RoPE 时，m − n 相同的几组打分只差 float32 的舍入（小于 10⁻⁴）", below(rope_spread, 1e-4, name="最大差")),
+        "tells_sign_apart": Claim("RoPE 的打分区分 m − n = 3 与 m − n = −3", above(asymmetry, 1e-2, name="两者之差")),
         "added_depends_on_position": Claim("加上正弦编码后，m − n 相同的几组打分随绝对位置变化；m − n = 3 与 0 "
-                                           "的两组变化都超过 1", min(added_spread.values()) > 1e-3
-                                           and added_spread[3] > 1.0 and added_spread[0] > 1.0,
-                                           **{f"spread_{o}": v for o, v in added_spread.items()}),
-        "length_kept": Claim("旋转不改变向量的长度（差别小于 10⁻⁵）", norm_change < 1e-5, norm_change=norm_change),
-        "pairings_agree": Claim("两种配对方式在重排维度之后给出相同的打分（差别小于 10⁻⁴）", pairing_diff < 1e-4,
-                                pairing_diff=pairing_diff),
+                                           "的两组变化都超过 1",
+                                           all_of(above(min(added_spread.values()), 1e-3, name="最小的变化"),
+                                                  above(added_spread[3], 1.0, name="m−n=3 的变化"),
+                                                  above(added_spread[0], 1.0, name="m−n=0 的变化"))),
+        "length_kept": Claim("旋转不改变向量的长度（差别小于 10⁻⁵）", below(norm_change, 1e-5, name="长度的最大变化")),
+        "pairings_agree": Claim("两种配对方式在重排维度之后给出相同的打分（差别小于 10⁻⁴）", below(pairing_diff, 1e-4, name="最大差")),
     }
 

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from transformer_book.book import Claim, Figure, Table, Value
+from transformer_book.book import Claim, Figure, Table, Value, above, all_of, at_most, below
 from transformer_book.plotting import new_figure
 from transformer_book.lecture07.positions import frequencies, sinusoidal_table
 
@@ -37,10 +37,10 @@ def compute():
 
     last_two = pe[:, -2:]  # 最后一对维度在 50 个位置内的取值
     return {
-        "bounded": Claim("所有值都落在 [−1, 1] 之内", float(np.abs(pe).max()) <= 1.0, max_abs=float(np.abs(pe).max())),
+        "bounded": Claim("所有值都落在 [−1, 1] 之内", at_most(float(np.abs(pe).max()), 1.0, name="最大绝对值")),
         "last_pair_still": Claim("最后一对维度在 50 个位置之内几乎不动（正弦的绝对值小于 0.02，余弦大于 0.999）",
-                                 float(np.abs(last_two[:, 0]).max()) < 0.02 and float(last_two[:, 1].min()) > 0.999,
-                                 sin_max=float(np.abs(last_two[:, 0]).max()), cos_min=float(last_two[:, 1].min())),
+                                 all_of(below(float(np.abs(last_two[:, 0]).max()), 0.02, name="正弦的最大绝对值"),
+                                        above(float(last_two[:, 1].min()), 0.999, name="余弦的最小值"))),
 
         "table": table,
         "heatmap": Figure(fig),

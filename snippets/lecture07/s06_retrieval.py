@@ -8,7 +8,7 @@
 
 import torch
 
-from transformer_book.book import Claim, Figure, Table, Value
+from transformer_book.book import Claim, Figure, Table, Value, above, all_of, below, equal, increasing, largest, less, true
 from transformer_book.plotting import new_figure
 from transformer_book.lecture07.retrieval import RetrievalConfig, dominant_token_accuracy, retrieval_study
 
@@ -40,23 +40,26 @@ def claims(study, worst):
     three = study[3][0].attention
     six = [focus(head) for head in study[6][0].attention]
     return {
-        "same_parameters": Claim("四种头数的模型参数个数相同", len({r.n_parameters for runs in study.values() for r in runs}) == 1),
-        "more_heads_better": Claim("头越多，最差的目标越好（1 → 2 → 3 个头）", worst[1] < worst[2] < worst[3],
-                                   **{f"worst_{h}": w for h, w in worst.items()}),
-        "three_heads_all_right": Claim("3 个和 6 个头几乎全对（最差的目标高于 99%）", min(worst[3], worst[6]) > 0.99,
-                                       worst_3=worst[3], worst_6=worst[6]),
+        "same_parameters": Claim("四种头数的模型参数个数相同", equal(不同的参数个数=len({r.n_parameters for runs in study.values() for r in runs}), 期望=1)),
+        "more_heads_better": Claim("头越多，最差的目标越好（1 → 2 → 3 个头）", increasing([worst[1], worst[2], worst[3]], name="1、2、3 个头最差的目标")),
+        "three_heads_all_right": Claim("3 个和 6 个头几乎全对（最差的目标高于 99%）", all_of(above(worst[3], 0.99, name="3 个头最差的目标"), above(worst[6], 0.99, name="6 个头最差的目标"))),
         "one_head_learns_one": Claim("单头模型在每个种子里都只学会一个目标，另外两个只比瞎猜好一点",
-                                     all(learned_one) and worst[1] > 1 / CONFIG.vocab_size, worst_1=worst[1]),
+                                     all_of(*(true(ok, name=f"种子 {i} 只学会一个") for i, ok in enumerate(learned_one)),
+                                            above(worst[1], 1 / CONFIG.vocab_size, name="单头最差的目标"))),
         "one_head_spreads": Claim("单头模型把权重分给三个目标位置（合计超过 0.85，每个都不到一半），"
-                                  "学会的正是份量最大的那个", sum(on_targets) > 0.85 and max(on_targets) < 0.5
-                                  and on_targets[best] == max(on_targets), weights=on_targets),
+                                  "学会的正是份量最大的那个",
+                                  all_of(above(sum(on_targets), 0.85, name="三个目标的权重合计"),
+                                         below(max(on_targets), 0.5, name="最大的一份"),
+                                         largest({str(k): w for k, w in zip(CONFIG.offsets, on_targets)}, str(CONFIG.offsets[best])))),
         "two_heads_cover": Claim("2 个头时，每个头把权重大致平分给两个目标位置，合起来覆盖全部三个目标；"
-                                 "两个头都取了 x_{t−1}", halves > 0.35 and pairs[0] | pairs[1] == set(CONFIG.offsets)
-                                 and pairs[0] & pairs[1] == {1}, smallest_half=halves),
+                                 "两个头都取了 x_{t−1}",
+                                 all_of(above(halves, 0.35, name="最小的一半"),
+                                        equal(两个头覆盖=sorted(pairs[0] | pairs[1]), 全部目标=sorted(CONFIG.offsets)),
+                                        equal(共同的目标=sorted(pairs[0] & pairs[1]), 期望=[1]))),
         "three_heads_one_each": Claim("3 个头时，每个头几乎只看一个目标位置，正好一人一个",
-                                      sorted(map(focus, three)) == sorted(CONFIG.offsets)
-                                      and all(max(head) > 0.9 for head in three)),
-        "six_heads_repeat": Claim("6 个头时，有的头与别的头看同一个位置", len(set(six)) < len(six), focus=six),
+                                      all_of(equal(各头看的位置=sorted(map(focus, three)), 目标=sorted(CONFIG.offsets)),
+                                             *(above(max(head), 0.9, name=f"头 {i} 的最大权重") for i, head in enumerate(three)))),
+        "six_heads_repeat": Claim("6 个头时，有的头与别的头看同一个位置", less(不同的位置数=len(set(six)), 头数=len(six))),
     }
 
 
@@ -114,7 +117,7 @@ def compute():
         "one_head_weight_t2": Value(on_targets[1], ".2f", kind="trained"),
         "one_head_weight_t4": Value(on_targets[2], ".2f", kind="trained"),
         "rule_explains_one_head": Claim("规则“都猜份量最大的词”算出的准确率与单头模型相差不到 3 个百分点",
-                                        gap < 0.03, gap=gap),
+                                        below(gap, 0.03, name="相差")),
         **claims(study, worst),
     }
 

@@ -11,7 +11,7 @@
 
 import math
 
-from transformer_book.book import Claim, Figure, Table, Value
+from transformer_book.book import Claim, Figure, Table, Value, above, all_of, below
 from transformer_book.lecture07.depth import DepthConfig, depth_study
 from transformer_book.plotting import new_figure
 
@@ -34,21 +34,20 @@ def compute():
     pre, post, plain = runs["pre"], runs["post"], runs["pre_no_residual"]
     claims = {
         "no_residual_collapsed": Claim("去掉残差，初始化时各位置就已几乎相同（余弦相似度高于 0.99，相对离散度低于 0.05）",
-                                       plain.init_cosine > 0.99 and plain.init_spread < 0.05,
-                                       cosine=plain.init_cosine, spread=plain.init_spread),
-        "collapse_is_fast": Claim("去掉残差，两个块之后余弦相似度就已超过 0.9", plain.init_cosine_by_layer[2] > 0.9,
-                                  cosine_after_2=plain.init_cosine_by_layer[2]),
+                                       all_of(above(plain.init_cosine, 0.99, name="余弦相似度"),
+                                              below(plain.init_spread, 0.05, name="相对离散度"))),
+        "collapse_is_fast": Claim("去掉残差，两个块之后余弦相似度就已超过 0.9", above(plain.init_cosine_by_layer[2], 0.9, name="两个块之后的余弦相似度")),
         "no_residual_stuck": Claim("去掉残差的网络学不动：损失停在 ln 10 附近，准确率和瞎猜差不多",
-                                   abs(plain.last_loss - chance_loss) < 0.05 and plain.accuracy < 0.15,
-                                   last_loss=plain.last_loss, accuracy=plain.accuracy),
+                                   all_of(below(abs(plain.last_loss - chance_loss), 0.05, name="损失与 ln 10 之差"),
+                                          below(plain.accuracy, 0.15, name="准确率"))),
         "residual_distinct": Claim("有残差时，初始化时各位置的向量仍然各不相同（余弦相似度低于 0.3）",
-                                   max(pre.init_cosine, post.init_cosine) < 0.3, pre=pre.init_cosine, post=post.init_cosine),
+                                   all_of(below(pre.init_cosine, 0.3, name="前置"), below(post.init_cosine, 0.3, name="后置"))),
         "residual_learns": Claim("有残差的两种块都学会了任务（损失接近 0，准确率高于 99%）",
-                                 all(r.last_loss < 0.05 and r.accuracy > 0.99 for r in (pre, post)),
-                                 pre_accuracy=pre.accuracy, post_accuracy=post.accuracy),
+                                 all_of(*(all_of(below(r.last_loss, 0.05, name=f"{n}的损失"), above(r.accuracy, 0.99, name=f"{n}的准确率"))
+                                          for n, r in (("前置", pre), ("后置", post))))),
         "slow_start": Claim("前 50 步的损失都还没降多少（高于瞎猜损失的 80%）",
-                            min(pre.first_loss, post.first_loss) > 0.8 * chance_loss,
-                            pre_first=pre.first_loss, post_first=post.first_loss),
+                            all_of(above(pre.first_loss, 0.8 * chance_loss, name="前置"),
+                                   above(post.first_loss, 0.8 * chance_loss, name="后置"))),
     }
 
     table = Table(

@@ -7,7 +7,7 @@
 
 import torch
 
-from transformer_book.book import Claim, Table, Tolerance, Value
+from transformer_book.book import Claim, Table, Tolerance, Value, below
 from transformer_book.lecture07.depth import layer_norm_by_hand
 
 INPUTS = [(2.0, 4.0, 6.0, 8.0), (100.0, 101.0, 102.0, 103.0)]
@@ -29,11 +29,10 @@ def compute():
                      "与 nn.LayerNorm 的最大差"],
             rows=rows,
             formats=["", ".2f", ".2f", ".3f", ".3f", ".3f", ".3f", ".2g"],
-            tolerance=EPS_FLOAT32, kinds={"与 nn.LayerNorm 的最大差": "trained"},
+            tolerance=EPS_FLOAT32, kinds={"与 nn.LayerNorm 的最大差": "rounding"},
         ),
-        "max_diff": Value(float(diffs.max()), ".2g", kind="trained"),  # 舍入误差本身：取决于求和顺序
-        "matches_torch": Claim("手算的结果与 nn.LayerNorm 只差舍入（小于 10⁻⁵）", float(diffs.max()) < 1e-5,
-                               max_diff=float(diffs.max())),
-        "same_output": Claim("两个输入归一化之后得到同一个向量（差别小于 10⁻⁵）", between < 1e-5, max_diff=between),
+        "max_diff": Value(float(diffs.max()), ".2g", kind="rounding"),  # 舍入误差本身：取决于求和顺序
+        "matches_torch": Claim("手算的结果与 nn.LayerNorm 只差舍入（小于 10⁻⁵）", below(float(diffs.max()), 1e-5, name="最大差")),
+        "same_output": Claim("两个输入归一化之后得到同一个向量（差别小于 10⁻⁵）", below(between, 1e-5, name="最大差")),
     }
 

@@ -8,7 +8,7 @@
 
 import torch
 
-from transformer_book.book import Claim, Table
+from transformer_book.book import Claim, Table, above, all_of, at_most
 from transformer_book.transformer import EncoderDecoder, TransformerLM
 
 CONFIG = dict(d_model=32, n_heads=4, n_layers=2, max_len=16)
@@ -69,10 +69,10 @@ def compute():
             kinds={"第 1 层位置 0 分给右侧位置的注意力（各头平均）": "trained", "位置 0 的输出最多变了": "trained"},
         ),
         "encoder_sees_right": Claim("编码器的位置 0 把大部分注意力分给右边的位置，改动最后一个词元，它的输出随之改变",
-                                    encoder[3] > 0 and encoder[2] > 0.5, weight=encoder[2], change=encoder[3]),
+                                    all_of(above(encoder[2], 0.5, name="分给右边的权重"), above(encoder[3], 0.0, name="输出的变化"))),
         "decoder_blind_to_right": Claim("解码器的位置 0 分给右边的权重恰好是 0，输出也逐位不变",
-                                        decoder[3] == 0.0 and decoder[2] == 0.0, weight=decoder[2], change=decoder[3]),
+                                        all_of(at_most(decoder[2], 0.0, name="分给右边的权重"), at_most(decoder[3], 0.0, name="输出的变化"))),
         "seq2seq_visibility": Claim("编码器—解码器里，解码器看得到整个源句，看不到目标句的后文",
-                                    src_change > 0 and tgt_change == 0.0, source_change=src_change, target_change=tgt_change),
+                                    all_of(above(src_change, 0.0, name="改源句时的变化"), at_most(tgt_change, 0.0, name="改目标句后文时的变化"))),
     }
 

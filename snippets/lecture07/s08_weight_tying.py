@@ -8,7 +8,7 @@ d = 768，12 层）只用公式数：词嵌入 V·d + 位置表 L_max·d + 12 �
 
 import torch
 
-from transformer_book.book import Claim, Table, Value
+from transformer_book.book import Claim, Table, Value, equal, true
 from transformer_book.transformer import TransformerLM, block_parameters, count_parameters
 
 SMALL = dict(vocab_size=30, d_model=64, n_heads=4, n_layers=2, max_len=64)
@@ -45,7 +45,7 @@ def compute():
         "gpt2_saved_wan": Value(gpt2_vd / 1e4, ".0f"),
         "gpt2_saved_share_of_untied": Value(gpt2_vd / (gpt2_tied + gpt2_vd), ".1%"),
         "same_memory": Claim("共享时输出层与词嵌入是同一个张量（不共享时不是），改动一个，另一个跟着变",
-                             same_tensor and untied.head.weight is not untied.tok_emb.weight and follows),
-        "saves_vd": Claim("权重共享省下的参数恰好是 V·d", saved == small_vd, saved=saved, vd=small_vd),
+                             true(same_tensor and untied.head.weight is not untied.tok_emb.weight and follows, name="共享且跟着变")),
+        "saves_vd": Claim("权重共享省下的参数恰好是 V·d", equal(省下的参数=saved, Vd=small_vd)),
     }
 

@@ -5,7 +5,7 @@ d = 768（GPT-2 small 的宽度），n 从 128 翻倍到 65536。公式见 ``tra
 矩阵乘法一致，由 tests/test_lecture07_s08_s15.py 用 PyTorch 的 FlopCounterMode 逐项核对。
 """
 
-from transformer_book.book import Claim, Figure, Table, Value
+from transformer_book.book import Claim, Figure, Table, Value, below
 from transformer_book.cost import attention_share, crossover_length, layer_flops, score_matrix_bytes
 from transformer_book.plotting import new_figure
 
@@ -43,7 +43,7 @@ def compute():
     gib = 2**30
     return {
         "gpt2_under_a_fifth": Claim("GPT-2 的上下文窗口 n = 1024 时，注意力矩阵不到一层计算的五分之一",
-                                    attention_share(1024, D) < 0.2, share=attention_share(1024, D)),
+                                    below(attention_share(1024, D), 0.2, name="注意力矩阵的份额")),
 
         "table": table,
         "figure": Figure(fig),

@@ -3,7 +3,7 @@
 用第 10.1 节的计数约定（``transformer_book.cost``）。
 """
 
-from transformer_book.book import Claim, Value
+from transformer_book.book import Claim, Value, below
 from transformer_book.cost import attention_share, crossover_length
 
 D, CONTEXT = 4096, 131_072
@@ -13,8 +13,7 @@ def compute():
     crossover = crossover_length(D)
     ratio = CONTEXT / crossover
     return {
-        "equal_at_6d": Claim("n = 6d 时，注意力矩阵与线性层的计算量正好相等", abs(attention_share(crossover, D) - 0.5) < 1e-12,
-                             share=attention_share(crossover, D)),
+        "equal_at_6d": Claim("n = 6d 时，注意力矩阵与线性层的计算量正好相等", below(abs(attention_share(crossover, D) - 0.5), 1e-12, name="份额与一半之差")),
 
         "crossover": Value(crossover, "d"),
         "ratio": Value(ratio, ".2f"),

@@ -91,9 +91,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from .calibrate import calibrate, perturbations, summary
 
     session = open_session()
-    chosen = None
+    ensemble = perturbations() if args.jitter is None else perturbations(args.jitter)
+    chosen = ensemble
     if args.only_perturbation:
-        chosen = [p for p in perturbations() if p.name in args.only_perturbation]
+        chosen = [p for p in ensemble if p.name in args.only_perturbation]
+        unknown = set(args.only_perturbation) - {p.name for p in chosen}
+        if unknown:
+            raise SystemExit(f"unknown perturbation(s): {', '.join(sorted(unknown))}; the ensemble is "
+                             + ", ".join(p.name for p in ensemble))
     cals = calibrate(session, _normalise(args.snippets) or None, workers=args.workers, chosen=chosen,
                      fresh=args.fresh)
     print(summary(cals))
@@ -147,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("calibrate", help="re-execute under perturbations; write calibrated tolerances")
     p.add_argument("snippets", nargs="*")
     p.add_argument("--workers", type=int, default=0)
+    p.add_argument("--jitter", type=int, default=None,
+                   help="how many one-ulp noise seeds join the three platform paths (default: calibrate.JITTER_RUNS, 9)")
     p.add_argument("--only-perturbation", action="append", help="run just this perturbation (repeatable)")
     p.add_argument("--fresh", action="store_true", help="rerun every perturbed snippet, ignoring the calibration caches")
     p.set_defaults(func=cmd_calibrate)
