@@ -5,7 +5,7 @@
 """
 
 from transformer_book.chapter20 import p08
-from transformer_book.book import Claim, Table, Value
+from transformer_book.book import Claim, Table, Value, above, equal
 from transformer_book.char_tokenizer import UNK, CharTokenizer
 
 LINE = "春风又绿江南岸"
@@ -29,8 +29,8 @@ def compute():
         "corpus_chars": Value(corpus_chars, ",d"),
         "corpus_wan": Value(corpus_chars / 1e4, ".1f"),  # 以“万字”为单位
         "toy_round_trip": Claim(
-"只由这句诗建立的词表能把它原样还原", toy.decode(toy_ids) == LINE),
-        "has_unknown": Claim("P08 的语料里有这句诗没出现过的字", bool(unknown), unknown="".join(unknown)),
+"只由这句诗建立的词表能把它原样还原", equal(还原=toy.decode(toy_ids), 原句=LINE)),
+        "has_unknown": Claim("P08 的语料里有这句诗没出现过的字", above(len(unknown), 0, name="没出现过的字数")),
 
         "tokens": Table(columns=["字符", "玩具词表中的编号", "P08 词表中的词元", "P08 词表中的编号"], rows=rows),
         "toy_tokens": Value(" | ".join(toy.tokens(LINE))),

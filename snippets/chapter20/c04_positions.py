@@ -10,7 +10,7 @@ import math
 import torch
 
 from transformer_book.chapter20 import p08
-from transformer_book.book import Claim, Table, Value
+from transformer_book.book import Claim, Table, Value, below
 from transformer_book.transformer import sinusoidal_encoding
 
 LINE = "春风又绿江南岸"
@@ -41,7 +41,7 @@ def compute():
               ["相加之后 $X + PE$", " × ".join(map(str, summed.shape))]],
     )
     return {
-        "matches_formula": Claim("表中每个数都与公式逐项相符（差别小于 10⁻⁶）", deviation < 1e-6, max_deviation=deviation),
+        "matches_formula": Claim("表中每个数都与公式逐项相符（差别小于 10⁻⁶）", below(deviation, 1e-6, name="最大偏差")),
 
         "pe_values": table,
         "shapes": shapes,

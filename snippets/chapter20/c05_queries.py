@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from transformer_book.book import Claim, Table, Value
+from transformer_book.book import Claim, Table, Value, below, true
 from transformer_book.transformer import scaled_dot_product_attention
 
 TOKENS = "春风又绿"
@@ -47,7 +47,7 @@ def compute():
         "weights": Table(columns=["查询 \\ 被查看", *TOKENS], rows=[[q, *row] for q, row in zip(TOKENS, A.tolist())],
                          formats=["", *[".3f"] * len(TOKENS)]),
         "score_entries": Value(S.numel(), "d"),
-        "rows_sum_to_one": Claim("权重矩阵每行加起来都是 1（误差小于 10⁻⁶）", row_error < 1e-6, max_error=row_error),
-        "matches_reference": Claim("手写的打分、softmax 和加权求和与参考实现逐元素相同（误差小于 10⁻⁶）", same),
+        "rows_sum_to_one": Claim("权重矩阵每行加起来都是 1（误差小于 10⁻⁶）", below(row_error, 1e-6, name="行和与 1 的最大差")),
+        "matches_reference": Claim("手写的打分、softmax 和加权求和与参考实现逐元素相同（误差小于 10⁻⁶）", true(same, name="逐元素相同（torch.allclose）")),
     }
 

@@ -12,7 +12,7 @@ import math
 import torch
 
 from transformer_book.chapter20 import p08
-from transformer_book.book import Claim, Table, Value
+from transformer_book.book import Claim, Table, Value, above, all_of, at_most, below
 from transformer_book.transformer import scaled_dot_product_attention
 
 TOKENS = "春风又绿"
@@ -62,15 +62,16 @@ def compute():
         "sentence_length": Value(ids.size(1), "d"),
         "earlier_diff": Value(earlier_diff, ".1f"),
         "last_diff": Value(last_diff, ".3f", kind="trained"),  # float32 前向计算：末位取决于求和顺序
-        "prefix_diff": Value(prefix_diff, ".1e", kind="trained"),
+        "prefix_diff": Value(prefix_diff, ".1e", kind="rounding"),
         "masked_rows": Claim("加上掩码后右上角全部为 0，每行仍然加起来等于 1",
-                             bool(torch.all(weights[~mask] == 0) and torch.allclose(weights.sum(-1), torch.ones(len(TOKENS))))),
-        "last_row_same": Claim("最后一行能看到所有位置，与不加掩码时完全相同", bool(torch.allclose(weights[-1], unmasked[-1]))),
+                             all_of(at_most(float(weights[~mask].abs().max()), 0.0, name="右上角的最大权重"),
+                                    below(float((weights.sum(-1) - 1).abs().max()), 1e-5, name="行和与 1 的最大差"))),
+        "last_row_same": Claim("最后一行能看到所有位置，与不加掩码时完全相同",
+                               below(float((weights[-1] - unmasked[-1]).abs().max()), 1e-5, name="最大差")),
         "wrong_order_loses": Claim("softmax 之后才清零时，除最后一行外每行的权重之和都小于 1",
-                                   bool(torch.all(wrong_sums[:-1] < 1 - 1e-3)), sums=wrong_sums.tolist()),
+                                   below(float(wrong_sums[:-1].max()), 1 - 1e-3, name="除最后一行外最大的行和")),
         "no_leak": Claim("换掉最后一个字，前面各位置的输出一点没变，最后一个位置的输出变了",
-                         earlier_diff == 0.0 and last_diff > 1e-4, earlier_diff=earlier_diff, last_diff=last_diff),
-        "parallel_equals_prefix": Claim("逐个前缀单独计算与整段并行计算只差浮点舍入（小于 10⁻⁴）", prefix_diff < 1e-4,
-                                        prefix_diff=prefix_diff),
+                         all_of(at_most(earlier_diff, 0.0, name="前面各位置的最大差"), above(last_diff, 1e-4, name="最后一个位置的最大差"))),
+        "parallel_equals_prefix": Claim("逐个前缀单独计算与整段并行计算只差浮点舍入（小于 10⁻⁴）", below(prefix_diff, 1e-4, name="最大差")),
     }
 

@@ -9,7 +9,7 @@
 import torch
 
 from transformer_book.chapter20 import p08
-from transformer_book.book import Claim, Table, Value
+from transformer_book.book import Claim, Table, Value, equal
 from transformer_book.shape_trace import symbolic_shape, trace_ops
 from transformer_book.transformer import MultiHeadAttention, count_parameters
 
@@ -60,8 +60,8 @@ def compute():
     heads = [1, 2, 4, 8]
     counts = [count_parameters(MultiHeadAttention(d_model=D, n_heads=h)) for h in heads]
     return {
-        "same_params": Claim("头数从 1 到 8，多头注意力的参数个数都一样", len(set(counts)) == 1, counts=counts),
-        "same_shape": Claim("多头注意力的输出与输入形状相同", tuple(out.shape) == tuple(x.shape)),
+        "same_params": Claim("头数从 1 到 8，多头注意力的参数个数都一样", equal(不同的参数个数=len(set(counts)), 期望=1)),
+        "same_shape": Claim("多头注意力的输出与输入形状相同", equal(输出形状=list(out.shape), 输入形状=list(x.shape))),
 
         "trace": Table(columns=["阶段", "代码里的运算", "形状（记号）", "本例的形状"], rows=rows),
         "params_by_heads": Table(columns=["头数 $H$", "每头宽度 $d_h$", "参数个数"],

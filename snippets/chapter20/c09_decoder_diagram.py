@@ -9,7 +9,7 @@
 import torch
 
 from transformer_book.chapter20 import p08
-from transformer_book.book import Claim, Figure, Value
+from transformer_book.book import Claim, Figure, Value, non_decreasing
 from transformer_book.diagrams import Box, draw_arrow, draw_skip, draw_stack, finish_diagram, new_diagram
 
 # 方框 → P08 模型里对应的子模块名（只列有参数的模块，用来核对画的顺序就是代码执行的顺序）
@@ -68,6 +68,6 @@ def compute():
         "figure": Figure(fig),
         "n_layers": Value(config.n_layers, "d"),
         "order_matches_code": Claim("图中方框的先后与 P08 模型各子模块在前向计算中被调用的先后一致",
-                                    positions == sorted(positions), calls=order),
+                                    non_decreasing(positions, name="按调用先后排列的方框位置")),
     }
 

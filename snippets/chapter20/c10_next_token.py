@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 
 from transformer_book.chapter20 import p08
-from transformer_book.book import Claim, Table, Value, artifact
+from transformer_book.book import Claim, Table, Value, above, artifact, at_most, below
 from transformer_book.char_tokenizer import CharTokenizer, shift_pairs
 
 REQUIRES = ["chapter20/p08_train"]
@@ -42,9 +42,9 @@ def compute():
     date_end = VALIDATION_LINE.index("，")  # 日期“十一月十五日”之后的逗号
     return {
         "mean_is_cross_entropy": Claim("逐位置 −ln p 的平均就是 cross_entropy 给出的损失",
-                                       abs(float(nll.mean()) - float(loss)) < 1e-5, mean=float(nll.mean()), loss=float(loss)),
-        "easiest_in_date": Claim("最有把握的一步落在日期里", easiest + 1 <= date_end, position=easiest + 1),
-        "hardest_after_weather": Claim("最难的一步在天气之后", hardest + 1 > VALIDATION_LINE.index("晴"), position=hardest + 1),
+                                       below(abs(float(nll.mean()) - float(loss)), 1e-5, name="两者之差")),
+        "easiest_in_date": Claim("最有把握的一步落在日期里", at_most(easiest + 1, date_end, name="最有把握的一步的位置")),
+        "hardest_after_weather": Claim("最难的一步在天气之后", above(hardest + 1, VALIDATION_LINE.index("晴"), name="最难的一步的位置")),
         "shift": shift,
         "per_position": Table(
             columns=["位置", "模型已读到的文字", "真实的下一个字", "模型给它的概率 $p$", r"$-\ln p$"],

@@ -8,7 +8,8 @@ top-k 和 top-p 各留下哪些候选。
 import torch
 
 from transformer_book.chapter20 import p08
-from transformer_book.book import Claim, Table, Value, artifact
+from transformer_book.book import (Claim, Table, Value, all_of, artifact, below, decreasing, equal, less,
+                                   non_decreasing, true)
 from transformer_book.transformer import generate, next_token_distribution
 
 REQUIRES = ["chapter20/p08_train"]
@@ -56,13 +57,13 @@ def compute():
         "top1_t05": Value(top1[0], ".2f", kind="trained"),
         "top1_t15": Value(top1[2], ".2f", kind="trained"),
         "top1_char": Value(f"「{p08.visible(tok.vocab[top[0]])}」", kind="trained"),
-        "greedy_loops": Claim("贪心解码很快掉进句号之后不断换行的循环", diversity[0] < 0.3 and "。↵↵↵↵" in rows[0][1],
-                              greedy=rows[0][1]),
-        "hotter_more_varied": Claim("温度越高，续写里不同字符的比例越高", diversity == sorted(diversity), diversity=diversity),
+        "greedy_loops": Claim("贪心解码很快掉进句号之后不断换行的循环",
+                              all_of(below(diversity[0], 0.3, name="贪心续写里不同字符的比例"),
+                                     true("。↵↵↵↵" in rows[0][1], name="出现「。↵↵↵↵」"))),
+        "hotter_more_varied": Claim("温度越高，续写里不同字符的比例越高", non_decreasing(diversity, name="不同字符的比例")),
         "truncation_less_varied": Claim("top-k 与 top-p 续写里不同字符的比例都低于纯粹按温度 1 采样",
-                                        max(rows[4][2], rows[5][2]) < rows[2][2],
-                                        top_k=rows[4][2], top_p=rows[5][2], temperature_1=rows[2][2]),
-        "cooler_sharper": Claim("温度越低，最高候选的概率越大", top1[0] > top1[1] > top1[2], top1=top1),
-        "top_k_keeps_5": Claim("top-k 只留下 5 个候选", kept["top-k（k = 5）"] == 5),
+                                        all_of(less(topk=rows[4][2], 温度1=rows[2][2]), less(topp=rows[5][2], 温度1=rows[2][2]))),
+        "cooler_sharper": Claim("温度越低，最高候选的概率越大", decreasing(top1, name="最高候选的概率")),
+        "top_k_keeps_5": Claim("top-k 只留下 5 个候选", equal(留下的候选=kept["top-k（k = 5）"], 期望=5)),
     }
 

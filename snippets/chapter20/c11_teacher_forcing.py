@@ -8,7 +8,7 @@
 import torch
 
 from transformer_book.chapter20 import p08
-from transformer_book.book import Claim, Table, Value, artifact
+from transformer_book.book import Claim, Table, Value, artifact, less
 from transformer_book.transformer import generate
 
 REQUIRES = ["chapter20/p08_train"]
@@ -52,7 +52,6 @@ def compute():
         "n_free": Value(len(written), "d"),
         "prompt": Value(f"「{LINE[:PROMPT_LEN]}」"),
         "val_next_char_accuracy": Value(val_acc, ".1%", kind="trained"),
-        "free_drifts": Claim("自由生成与原文同一位置相同的字，少于教师强制下猜对的字", free_hits < forced_hits,
-                             free_hits=free_hits, forced_hits=forced_hits),
+        "free_drifts": Claim("自由生成与原文同一位置相同的字，少于教师强制下猜对的字", less(自由生成=free_hits, 教师强制=forced_hits)),
     }
 

@@ -8,7 +8,7 @@
 import torch
 
 from transformer_book.chapter20 import p08
-from transformer_book.book import Claim, Figure, Table, Value
+from transformer_book.book import Claim, Figure, Table, Value, all_of, equal
 from transformer_book.cost import kv_cache_entries, score_matrix_entries
 from transformer_book.plotting import new_figure
 from transformer_book.transformer import scaled_dot_product_attention
@@ -45,8 +45,8 @@ def compute():
                                         layers=config.n_layers)
     return {
         "formula_matches_tensors": Claim("较小的几个长度上，从注意力权重张量读出的元素个数与公式 T² 一致",
-                                         all(n == score_matrix_entries(T) for T, n in read.items()),
-                                         **{f"T_{T}": n for T, n in read.items()}),
+                                         all_of(*(equal(**{f"T{T}时读出": n, "公式": score_matrix_entries(T)})
+                                                  for T, n in read.items()))),
 
         "growth": Table(columns=["序列长度 $T$", "分数矩阵元素 $T^2$", "与上一行相比", "float32 存储（MiB）", "KV 缓存元素（P08 模型）"],
                         rows=rows, formats=[",d", ",d", "", ",.2f", ",d"]),

@@ -10,7 +10,8 @@
 import torch
 
 from transformer_book.chapter20 import analysis, p08
-from transformer_book.book import Claim, Figure, Table, Value, artifact
+from transformer_book.book import (Claim, Figure, Table, Value, above, all_of, artifact, at_least, at_most, below,
+                                   equal, less, true)
 from transformer_book.plotting import new_figure
 
 REQUIRES = ["chapter20/p08_train"]
@@ -86,21 +87,20 @@ def compute():
         "most_harmful_head": Value(name(most_harmful), kind="trained"),
         "most_harmful_ablation": Value(most_harmful["ablation"], "+.3f", kind="trained"),
         "least_harmful_ablation": Value(min(s["ablation"] for s in stats), "+.3f", kind="trained"),
-        "causal": Claim("所有小图的右上角权重都是 0", all(bool(torch.all(w[0].triu(1) == 0)) for w in weights)),
-        "comma_stripes": Claim("第二层有头的竖条落在逗号上：逗号之后的许多位置都回头看它", len(on_comma) >= 1,
-                               heads=on_comma),
+        "causal": Claim("所有小图的右上角权重都是 0",
+                        at_most(max(float(w[0].triu(1).abs().max()) for w in weights), 0.0, name="右上角的最大权重")),
+        "comma_stripes": Claim("第二层有头的竖条落在逗号上：逗号之后的许多位置都回头看它", at_least(len(on_comma), 1, name="竖条落在逗号上的头数")),
         "no_previous_head": Claim("没有哪个头特别盯着前一个字（都不到平均分配的 1.5 倍）",
-                                  max(s["previous"] for s in stats) < 1.5 * uniform["previous"],
-                                  largest=max(s["previous"] for s in stats), uniform=uniform["previous"]),
+                                  less(最多的头=max(s["previous"] for s in stats), 平均分配的1点5倍=1.5 * uniform["previous"])),
         "punct_heads": Claim("有的头分给标点的权重明显多于平均分配（超过 1.5 倍），第二层就有几个这样的头",
-                             most_punct["marked"] > 1.5 * uniform["marked"] and most_punct["layer"] == 2
-                             and sum(s["marked"] > 1.5 * uniform["marked"] for s in layer2) >= 2,
-                             most=most_punct["marked"], uniform=uniform["marked"]),
+                             all_of(above(most_punct["marked"] / uniform["marked"], 1.5, name="最偏爱标点的头÷平均分配"),
+                                    equal(它所在的层=most_punct["layer"], 期望=2),
+                                    at_least(sum(s["marked"] > 1.5 * uniform["marked"] for s in layer2), 2,
+                                             name="第二层这样的头数"))),
         "layer2_focused": Claim("第二层各头的熵都低于第一层各头和对照行",
-                                max(s["entropy"] for s in layer2) < min(min(s["entropy"] for s in layer1), uniform["entropy"])),
-        "weight_is_not_effect": Claim("去掉后损失上升最多的头，不是最偏爱标点的头", most_punct is not most_harmful,
-                                      most_harmful=name(most_harmful), most_punct=name(most_punct)),
-        "redundant_heads": Claim("去掉任何一个头，验证损失都只变化很少（不到 0.1）", most_harmful["ablation"] < 0.1,
-                                 largest=most_harmful["ablation"]),
+                                less(第二层最大的熵=max(s["entropy"] for s in layer2),
+                                     第一层和对照行最小的熵=min(min(s["entropy"] for s in layer1), uniform["entropy"]))),
+        "weight_is_not_effect": Claim("去掉后损失上升最多的头，不是最偏爱标点的头", true(most_punct is not most_harmful, name="不是同一个头")),
+        "redundant_heads": Claim("去掉任何一个头，验证损失都只变化很少（不到 0.1）", below(most_harmful["ablation"], 0.1, name="最大的损失变化")),
     }
 

@@ -8,7 +8,7 @@ B = 2，T = 16，D = 128，H = 4，D_h = 32，V = P08 的词表大小。
 import torch
 
 from transformer_book.chapter20 import analysis, p08
-from transformer_book.book import Claim, Table, Value
+from transformer_book.book import Claim, Table, Value, all_of, below, equal
 from transformer_book.shape_trace import symbolic_shape
 from transformer_book.transformer import block_parameters, count_parameters
 
@@ -49,11 +49,10 @@ def compute():
     attention = by_step["Q/K/V 投影，拆成多头"] + by_step["合并各头，输出投影"]
     ffn_ratio = by_step["前馈网络"] / attention
     return {
-        "total_is_count": Claim("全表合计与 count_parameters 相等", total == count_parameters(model),
-                                table=total, counted=count_parameters(model)),
+        "total_is_count": Claim("全表合计与 count_parameters 相等", equal(全表合计=total, count_parameters=count_parameters(model))),
         "block_formula": Claim("一个块的参数合计与 12D² + 13D 相符，其余的块与第一个块完全相同",
-                               block == block_parameters(D).total == others, block=block, formula=block_parameters(D).total),
-        "ffn_twice_attention": Claim("一个块里，前馈网络的参数约是注意力投影的两倍", abs(ffn_ratio - 2) < 0.05, ratio=ffn_ratio),
+                               all_of(equal(一个块=block, 公式=block_parameters(D).total), equal(一个块=block, 其余的块平均=others))),
+        "ffn_twice_attention": Claim("一个块里，前馈网络的参数约是注意力投影的两倍", below(abs(ffn_ratio - 2), 0.05, name="与 2 之差")),
 
         "dataflow": Table(columns=["步骤", "输入形状", "输出形状", "学习参数", "参数个数"], rows=rows,
                           formats=["", "", "", "", ",d"]),

@@ -7,7 +7,7 @@
 import math
 
 from transformer_book.chapter20 import p08
-from transformer_book.book import Artifact, Claim, Figure, Table, Value
+from transformer_book.book import Artifact, Claim, Figure, Table, Value, all_of, below, less
 from transformer_book.plotting import new_figure
 
 DATA_FILES = ["data/p08/explanations.txt", "data/p08/letters.txt", "data/p08/notes.txt", "data/p08/stories.txt"]
@@ -46,13 +46,10 @@ def compute():
             rows=[[p, p08.visible(result.samples_before[p]), p08.visible(result.samples_after[p])] for p in PROMPTS],
             kinds={"训练后的续写": "trained"},
         ),
-        "starts_at_uniform": Claim("训练前的验证损失与均匀猜测相当（相差不到 0.1）", abs(val[0] - uniform) < 0.1,
-                                   initial=val[0], uniform=uniform),
-        "beats_unigram": Claim("训练后的验证损失低于只看字频的基线", val[-1] < unigram < val[0],
-                               final=val[-1], unigram=unigram),
-        "overfits": Claim("训练损失比验证损失低得多（至少低 0.5）", train[-1] < val[-1] - 0.5,
-                          train_final=train[-1], val_final=val[-1]),
-        "plateau": Claim("验证损失在后半程几乎不再下降（不到 0.1）", halfway - val[-1] < 0.1, halfway=halfway, final=val[-1]),
+        "starts_at_uniform": Claim("训练前的验证损失与均匀猜测相当（相差不到 0.1）", below(abs(val[0] - uniform), 0.1, name="与均匀猜测之差")),
+        "beats_unigram": Claim("训练后的验证损失低于只看字频的基线", all_of(less(训练后=val[-1], 字频基线=unigram), less(字频基线=unigram, 训练前=val[0]))),
+        "overfits": Claim("训练损失比验证损失低得多（至少低 0.5）", less(训练损失=train[-1], 验证损失减05=val[-1] - 0.5)),
+        "plateau": Claim("验证损失在后半程几乎不再下降（不到 0.1）", below(halfway - val[-1], 0.1, name="后半程的下降")),
         "vocab_size": Value(data.tokenizer.vocab_size, ",d"),
         "train_chars": Value(len(data.train_ids), ",d"),
         "val_chars": Value(len(data.val_ids), ",d"),

@@ -8,7 +8,8 @@
 from statistics import mean
 
 from transformer_book import toy_language as tl
-from transformer_book.book import Claim, Figure, Table, Value, artifact
+from transformer_book.book import (Claim, Figure, Table, Value, above, all_of, artifact, at_least, below, equal, largest,
+                                   less, smallest)
 from transformer_book.checkpoint import unpack
 from transformer_book.lecture07.agreement import longest_prefix
 from transformer_book.lecture07.experiments import (AGREEMENT_SEED, LENGTH_COUNTS, POSITION_SCHEMES, POSITION_SEEDS,
@@ -119,30 +120,28 @@ def compute():
         "share_in_zone_5": Value(share_in_zone[5], ".1%"),
         "learned_zone_inside": Value(zone_accuracy(True), ".1%", kind="trained"),
         "learned_zone_outside": Value(zone_accuracy(False), ".1%", kind="trained"),
-        "seen_lengths_perfect": Claim("所有位置编码、所有种子在 0~3 个修饰语上都有 99% 以上", in_dist >= 0.99,
-                                      lowest=in_dist),
-        "ppl_close": Claim("三种带位置信息的做法，测试集困惑度（四个种子的平均）相差不到 0.02", ppl_spread < 0.02,
-                           spread=ppl_spread),
-        "none_ppl_highest": Claim("不加位置信息的模型困惑度最高", avg_ppl["none"] > max(avg_ppl[s] for s in with_pos),
-                                  **{s: v for s, v in avg_ppl.items()}),
-        "learned_far_recovers": Claim("可学习的位置嵌入：四个种子在 6~10 个修饰语上都回到 95% 以上", learned_far >= 0.95,
-                                      lowest=learned_far),
+        "seen_lengths_perfect": Claim("所有位置编码、所有种子在 0~3 个修饰语上都有 99% 以上",
+                                      at_least(in_dist, 0.99, name="最低的一格")),
+        "ppl_close": Claim("三种带位置信息的做法，测试集困惑度（四个种子的平均）相差不到 0.02",
+                           below(ppl_spread, 0.02, name="最大差")),
+        "none_ppl_highest": Claim("不加位置信息的模型困惑度最高", largest(avg_ppl, "none")),
+        "learned_far_recovers": Claim("可学习的位置嵌入：四个种子在 6~10 个修饰语上都回到 95% 以上",
+                                      at_least(learned_far, 0.95, name="最低的一格")),
         "learned_worst_at_4": Claim("可学习的位置嵌入：四个种子都在 4 个修饰语时最差",
-                                    all(worst_k["learned", seed] == TRAIN_MAX_MODIFIERS + 1 for seed in POSITION_SEEDS),
-                                    worst=[worst_k["learned", seed] for seed in POSITION_SEEDS]),
+                                    all_of(*(equal(**{f"种子{seed}最差的修饰语个数": worst_k["learned", seed],
+                                                      "期望": TRAIN_MAX_MODIFIERS + 1}) for seed in POSITION_SEEDS))),
         "learned_errors_in_zone": Claim("可学习的位置嵌入：落在这个区间里的题，准确率明显低于区间之外的题（低 10 个百分点以上）",
-                                        zone_accuracy(True) < zone_accuracy(False) - 0.1,
-                                        inside=zone_accuracy(True), outside=zone_accuracy(False)),
+                                        less(区间内=zone_accuracy(True), 区间外减10个百分点=zone_accuracy(False) - 0.1)),
         "zone_explains_4_vs_5": Claim("4 个修饰语的题大多落在这个区间，5 个的大多越过了它",
-                                      share_in_zone[4] > 0.5 > share_in_zone[5], **{f"k{k}": v for k, v in share_in_zone.items()}),
-        "rope_lowest": Claim("4~10 个修饰语的平均准确率：RoPE 是四种做法里最低的", min(scheme_avg, key=scheme_avg.get) == "rope",
-                             **{f"avg_{s}": v for s, v in scheme_avg.items()}),
+                                      all_of(above(share_in_zone[4], 0.5, name="4 个修饰语落在区间里的比例"),
+                                             below(share_in_zone[5], 0.5, name="5 个修饰语落在区间里的比例"))),
+        "rope_lowest": Claim("4~10 个修饰语的平均准确率：RoPE 是四种做法里最低的", smallest(scheme_avg, "rope")),
         "rope_often_collapses": Claim("RoPE 的四个种子里，至少一半在 10 个修饰语时跌到随机猜测的 50% 以下",
-                                      rope_collapsed >= len(POSITION_SEEDS) // 2, collapsed=rope_collapsed),
+                                      at_least(rope_collapsed, len(POSITION_SEEDS) // 2, name="跌到 50% 以下的种子数")),
         "seeds_disagree": Claim("至少有一种做法，四个种子在同一个修饰语个数上相差 20 个百分点以上",
-                                max(spread.values()) > 0.2, **spread),
-        "lowest_below_chance": Claim("最差的一格远低于随机猜测的 50%（不到 25%）", acc[lowest][worst_k[lowest]] < 0.25,
-                                     lowest=acc[lowest][worst_k[lowest]]),
+                                above(max(spread.values()), 0.2, name="最大的种子间差")),
+        "lowest_below_chance": Claim("最差的一格远低于随机猜测的 50%（不到 25%）",
+                                     below(acc[lowest][worst_k[lowest]], 0.25, name="最差的一格")),
     }
     for s in POSITION_SCHEMES:
         results[f"longer_avg_{s}"] = Value(scheme_avg[s], ".1%", kind="trained")

@@ -6,7 +6,7 @@
 """
 
 from transformer_book import toy_language as tl
-from transformer_book.book import Artifact, Claim, Figure, Table, Value
+from transformer_book.book import Artifact, Claim, Figure, Table, Value, above, all_of, below, greater, less
 from transformer_book.lecture07.experiments import GPT_SPEC, RNN_SPEC, TRAIN_CONFIG, load_toy_data, package, train
 from transformer_book.plotting import new_figure
 
@@ -45,14 +45,22 @@ def compute():
 
     gd, rd = gpt.dev_perplexity, rnn.dev_perplexity
     return {
-        "gpt_starts_slower": Claim("第 2 轮结束时，迷你 GPT 的验证集困惑度还高于 RNN", gd[1] > rd[1], gpt=gd[1], rnn=rd[1]),
-        "gpt_ahead_from_3": Claim("第 3 轮起，迷你 GPT 的验证集困惑度一直低于 RNN", all(g < r for g, r in zip(gd[2:], rd[2:]))),
+        "close_after_1": Claim("第 1 轮结束时，两个模型的验证集困惑度相差不到 0.3", below(abs(gd[0] - rd[0]), 0.3, name="相差")),
+        "gpt_behind_at_2": Claim("第 2 轮结束时，迷你 GPT 的验证集困惑度高于 RNN", greater(迷你GPT=gd[1], RNN=rd[1])),
+        "rnn_drops_faster_in_2": Claim("第 2 轮里，RNN 的验证集困惑度比迷你 GPT 下降得多",
+                                       greater(RNN的下降=rd[0] - rd[1], 迷你GPT的下降=gd[0] - gd[1])),
+        "gpt_ahead_from_3": Claim("第 3 轮起，迷你 GPT 的验证集困惑度一直低于 RNN",
+                                  all_of(*(less(**{f"迷你GPT第{e}轮": g, f"RNN第{e}轮": r})
+                                           for e, g, r in zip(epochs[2:], gd[2:], rd[2:])))),
         "gpt_slightly_lower": Claim("测试集上：语言本身的下限 < 迷你 GPT < RNN",
-                                    floor_test < gpt.test_perplexity < rnn.test_perplexity,
-                                    floor=floor_test, gpt=gpt.test_perplexity, rnn=rnn.test_perplexity),
-        "both_near_floor": Claim("两个模型的测试集困惑度都在下限之上 3% 以内", rnn.test_perplexity / floor_test < 1.03
-                                 and gpt.test_perplexity / floor_test < 1.03),
-        "curves_rise_once": Claim("两条验证集曲线都有回升的一轮", all(any(b > a for a, b in zip(c, c[1:])) for c in (gd, rd))),
+                                    all_of(less(下限=floor_test, 迷你GPT=gpt.test_perplexity),
+                                           less(迷你GPT=gpt.test_perplexity, RNN=rnn.test_perplexity))),
+        "both_near_floor": Claim("两个模型的测试集困惑度都在下限之上 3% 以内",
+                                 all_of(below(rnn.test_perplexity / floor_test, 1.03, name="RNN÷下限"),
+                                        below(gpt.test_perplexity / floor_test, 1.03, name="迷你GPT÷下限"))),
+        "curves_rise_once": Claim("两条验证集曲线都有回升的一轮",
+                                  all_of(*(above(max(b - a for a, b in zip(c, c[1:])), 0.0, name=f"{n}最大的一次回升")
+                                           for n, c in (("迷你GPT", gd), ("RNN", rd))))),
         "dev_perplexity": dev_table,
         "summary": summary,
         "curve": Figure(fig, kind="trained"),
@@ -60,6 +68,8 @@ def compute():
         "rnn_parameters": Value(rnn.n_parameters, ",d"),
         "parameter_ratio": Value(gpt.n_parameters / rnn.n_parameters, ".1f"),
         "steps": Value(gpt.steps, ",d"),
+        "gpt_dev_1": Value(gpt.dev_perplexity[0], ".2f", kind="trained"),
+        "rnn_dev_1": Value(rnn.dev_perplexity[0], ".2f", kind="trained"),
         "gpt_dev_2": Value(gpt.dev_perplexity[1], ".2f", kind="trained"),
         "rnn_dev_2": Value(rnn.dev_perplexity[1], ".2f", kind="trained"),
         "gpt_above_floor": Value(gpt.test_perplexity / floor_test - 1, ".1%", kind="trained"),
