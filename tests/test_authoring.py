@@ -57,7 +57,7 @@ def command(pattern: str) -> str:
 
 def test_every_command_in_the_guide_is_tested_here() -> None:
     tested = ["^mkdocs serve", "BOOK_ONLY=", "transformer_book run", "BOOK_FRESH=1", "transformer_book accept",
-              "transformer_book calibrate", "transformer_book timing", "transformer_book list"]
+              "transformer_book calibrate", "transformer_book timing", "transformer_book list", "transformer_book claims"]
     for b in blocks("bash"):
         assert any(re.search(p, b) for p in tested), f"an untested command in the guide: {b!r}"
 
@@ -106,6 +106,14 @@ def test_calibrate_reruns_the_snippet_under_perturbations_and_reports(scratch: P
     done = run(command("transformer_book calibrate"), scratch)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "lecture07/demo_softmax" in done.stdout and "threads-2-reversed" in done.stdout + done.stderr
+
+
+def test_claims_lists_the_guides_claim_with_its_page_line_and_comparison(scratch: Path) -> None:
+    run(command("BOOK_FRESH=1"), scratch)
+    done = run(command("transformer_book claims"), scratch)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "lecture07/demo_softmax:sums_to_one" in done.stdout and "比较：与 1 之差 = " in done.stdout
+    assert "| 位置 | 句子 | 说法 | 比较 | 判定 |" in done.stdout  # the --markdown line of the same block
 
 
 def test_timing_and_list_show_the_snippets(scratch: Path) -> None:

@@ -186,3 +186,19 @@ def test_a_claim_planted_inside_the_noise_fails_the_strict_build_naming_page_lin
     # the snippet's source is unchanged; the knob module changed, so it reruns and says how the sentence hedges
     done = build(trained_project)
     assert "inside its noise" not in output(done), output(done)
+
+
+def test_the_claims_command_lists_each_claim_with_its_page_line_sentence_comparison_and_margin(trained_project: Path) -> None:
+    _calibrate(trained_project, jitter=3)
+    done = subprocess.run([sys.executable, "-m", "transformer_book", "claims"], cwd=trained_project,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "part/page.md:3  part/a:low  [稳健]" in out
+    assert "句子：损失是 ⟨loss⟩。" in out and "说法：训练后的损失低于 1" in out
+    assert "比较：损失 = " in out and " < 1（余量 " in out
+    assert "校准：·: 余量 " in out and "成立 3/3" in out
+    assert "part/page.md:5  part/a:tight" in out and "句子：它还低于门槛。" in out
+    table = subprocess.run([sys.executable, "-m", "transformer_book", "claims", "--markdown"], cwd=trained_project,
+                           capture_output=True, text=True, timeout=120).stdout
+    assert table.startswith("| 位置 | 句子 | 说法 | 比较 | 判定 |") and "part/page.md:3" in table

@@ -195,8 +195,10 @@ def test_a_calibrated_tolerance_wider_than_three_spreads_fails(project: Path) ->
     assert "wider than 3 × its calibrated spread" in output(done)
 
 
-def test_calibrate_measures_the_spread_under_a_perturbation_and_writes_three_times_it(project: Path) -> None:
-    """A sum of a million float32 numbers changes in its last bits when torch takes another kernel."""
+def test_calibrate_measures_the_spread_under_a_perturbation_and_one_run_cannot_validate_a_band(project: Path) -> None:
+    """A sum of a million float32 numbers changes in its last bits when torch takes another kernel. One run is
+    one sample: no band fitted without it can cover it, so the value is not compared as a number (its claims
+    would be) and the record says why. The ensemble tests are in test_calibration.py."""
     write(project / "snippets" / "part" / "a.py", '''
         import torch
         from transformer_book.book import Value
@@ -219,6 +221,8 @@ def test_calibrate_measures_the_spread_under_a_perturbation_and_writes_three_tim
     spread = cal["series"]["total"]["spread"]
     assert spread > 0, "the scalar kernel sums in another order"
     assert cal["series"]["total"]["abs"] == pytest.approx(3 * spread)
+    assert cal["series"]["total"]["check"] == "claims" and "留一法" in cal["series"]["total"]["why"]
+    assert cal["held_out"] == {"banded_series": 0, "unbanded_series": 1, "covered": 0, "trials": 1}
     assert cal["provenance"]["runs"] == 1 and "aten-default" in cal["provenance"]["perturbations"]
     done = build(project, BOOK_CI="1", ATEN_CPU_CAPABILITY="default")
     assert done.returncode == 0, "the build under the same perturbation passes: " + output(done)

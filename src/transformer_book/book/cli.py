@@ -124,6 +124,17 @@ def cmd_results(args: argparse.Namespace) -> int:
     return 1 if payload["errors"] else 0
 
 
+def cmd_claims(args: argparse.Namespace) -> int:
+    from .claim_index import as_markdown, as_text, index
+
+    session = open_session()
+    found = session.discover()
+    docs = session.notebooks_dir or session.project_root / "docs"
+    claims = index(Path(docs), {sid: snip.record_path for sid, snip in found.items()})
+    print(as_markdown(claims) if args.markdown else as_text(claims))
+    return 0
+
+
 def cmd_timing(args: argparse.Namespace) -> int:
     path = open_session().report_dir / "timing.txt"
     if not path.exists():
@@ -163,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fresh", action="store_true")
     p.add_argument("--workers", type=int, default=0)
     p.set_defaults(func=cmd_results)
+    p = sub.add_parser("claims", help="list every claim: page:line, its sentence, statement, comparison and margin")
+    p.add_argument("--markdown", action="store_true", help="as a Markdown table")
+    p.set_defaults(func=cmd_claims)
     sub.add_parser("timing", help="show the last build's timing table").set_defaults(func=cmd_timing)
     sub.add_parser("list", help="list the snippets").set_defaults(func=cmd_list)
     args = parser.parse_args(argv)
