@@ -454,6 +454,19 @@ def test_a_snippet_reuses_another_snippets_trained_artifact_and_reruns_when_it_c
     assert state.snippets["part/use"].results["total"].value == 6.0
 
 
+def test_accept_with_keep_requirements_reruns_only_the_consumer(project: Path) -> None:
+    """Accepting a consumer need not train its producer again: the producer comes from the cache."""
+    write(project / "snippets" / "part" / "train.py", PRODUCER)
+    write(project / "snippets" / "part" / "use.py", CONSUMER)
+    s = session(project)
+    s.build(Options())
+    write(project / "snippets" / "part" / "use.py", CONSUMER.replace('".2f"', '".3f"'))
+    state, diffs = s.accept(["part/use"], keep_requirements=True)
+    assert statuses(state) == {"part/train": "cached", "part/use": "ran"}
+    state, _ = s.accept(["part/use"])
+    assert statuses(state) == {"part/train": "ran", "part/use": "ran"}, "without it, accept reruns the closure"
+
+
 def test_requires_cycles_are_reported() -> None:
     from transformer_book.book.session import dependency_levels
 

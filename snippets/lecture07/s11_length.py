@@ -8,10 +8,11 @@
 from statistics import mean
 
 from transformer_book import toy_language as tl
-from transformer_book.book import (Claim, Figure, Table, Value, above, all_of, artifact, at_least, below, equal, largest,
-                                   less, smallest)
+from transformer_book.book import (Claim, Figure, Table, Value, above, all_of, artifact, at_least, below, between, equal,
+                                   largest, less, smallest)
 from transformer_book.checkpoint import unpack
 from transformer_book.lecture07.agreement import longest_prefix
+from transformer_book.lecture07.untrained_rows import untrained_rows
 from transformer_book.lecture07.experiments import (AGREEMENT_SEED, LENGTH_COUNTS, POSITION_SCHEMES, POSITION_SEEDS,
                                                     SCHEME_NAMES, TRAIN_MAX_MODIFIERS, length_generalisation,
                                                     load_toy_data, training_positions)
@@ -93,6 +94,9 @@ def compute():
     share_in_zone = {k: mean(it.verb_pos in zone for it in tl.agreement_test_set(k, 1000, seed=AGREEMENT_SEED))
                      for k in (4, 5)}
     scheme_avg = {s: mean(longer_mean[s, seed] for seed in POSITION_SEEDS) for s in POSITION_SCHEMES}
+    # 可学习的位置表里训练中从没读到过的行：收不到梯度，只被 AdamW 的权重衰减一步步缩小
+    never_read = [untrained_rows(artifact("lecture07/s11_positions_learned", f"model_seed{seed}"), pos.longest_input, seed)
+                  for seed in POSITION_SEEDS]
     spread = {s: max(max(acc[s, seed][k] for seed in POSITION_SEEDS) - min(acc[s, seed][k] for seed in POSITION_SEEDS)
                      for k in LONGER) for s in POSITION_SCHEMES}
     lowest = min(acc, key=lambda key: acc[key][worst_k[key]])
@@ -116,6 +120,12 @@ def compute():
         "train_longest_prefix": Value(pos.longest_prefix, "d"),
         "train_longest_input": Value(pos.longest_input, "d"),
         "error_zone_first": Value(pos.longest_prefix + 1, "d"),
+        "never_read_first": Value(pos.longest_input + 1, "d"),  # 前缀长度从它起，主动词落在训练中从没读到过的位置
+        "never_read_initial_std": Value(mean(r.initial_std for r in never_read), ".3f"),
+        "never_read_ratio": Value(mean(r.ratio for r in never_read), ".0%", kind="trained"),
+        "never_read_shrunk_a_little": Claim("这些行的标准差比初始化时小，但四个种子都还在初始化时的 90% 以上",
+                                            all_of(*(between(r.ratio, 0.9, 1.0, name=f"种子 {seed}：训练后÷初始化")
+                                                     for seed, r in zip(POSITION_SEEDS, never_read)))),
         "share_in_zone_4": Value(share_in_zone[4], ".1%"),
         "share_in_zone_5": Value(share_in_zone[5], ".1%"),
         "learned_zone_inside": Value(zone_accuracy(True), ".1%", kind="trained"),

@@ -54,7 +54,7 @@ def cmd_accept(args: argparse.Namespace) -> int:
 
     session = open_session()
     only = _normalise(args.snippets) or None
-    state, diffs = session.accept(only, workers=args.workers)
+    state, diffs = session.accept(only, workers=args.workers, keep_requirements=args.keep_requirements)
     errors = report.error_report(state, {})
     false_claims = []
     for sid, changes in diffs.items():
@@ -158,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("accept", help="re-execute and rewrite records (all, or the snippets named)")
     p.add_argument("snippets", nargs="*")
+    p.add_argument("--keep-requirements", action="store_true",
+                   help="rerun only the snippets named; what they REQUIRE comes from the cache where it is there")
     p.add_argument("--workers", type=int, default=0)
     p.set_defaults(func=cmd_accept)
     p = sub.add_parser("calibrate", help="re-execute under perturbations; write calibrated tolerances")

@@ -105,6 +105,7 @@ class BuildState:
 class Options:
     execute: bool = True  # False: a plain build, nothing runs, pages show placeholders
     fresh: bool = False  # ignore cached results (still refresh the cache)
+    fresh_only: tuple[str, ...] = ()  # with fresh: only these snippets; what they require may come from the cache
     ci: bool = False  # fresh, and every result must have a record and every record a snippet
     workers: int = 0  # 0: one per BOOK_THREADS cores (environment.default_workers)
     write_missing_records: bool = True  # outside CI, a new snippet's first results become its record
@@ -229,7 +230,8 @@ class BookSession:
                     elif all(r in entries for r in reqs):
                         snip = found[sid]
                         keys[sid] = cache_key(snip, snip.source(), {r: entries[r].fingerprint for r in reqs})
-                        entry = None if fresh else self.cache.load(sid, keys[sid])
+                        rerun = fresh and (options.ci or not options.fresh_only or sid in options.fresh_only)
+                        entry = None if rerun else self.cache.load(sid, keys[sid])
                         if entry is not None:
                             entries[sid] = entry
                             settle(sid, SnippetState(snip, "cached", entry.seconds, entry.results, None, entry.budget,
@@ -307,9 +309,13 @@ class BookSession:
                 if path.resolve() not in known:
                     state.orphan_records.append(path)
 
-    def accept(self, only: list[str] | None, workers: int = 0) -> tuple[BuildState, dict[str, list[Change]]]:
-        """Re-execute (fresh) and rewrite records; returns the changes per snippet (old → new)."""
-        state = self.build(Options(fresh=True, workers=workers, write_missing_records=False), only)
+    def accept(self, only: list[str] | None, workers: int = 0,
+               keep_requirements: bool = False) -> tuple[BuildState, dict[str, list[Change]]]:
+        """Re-execute (fresh) and rewrite records; returns the changes per snippet (old → new).
+        ``keep_requirements``: rerun only the named snippets; what they require comes from the cache when it
+        is there (accepting a consumer without training its producers again)."""
+        fresh_only = tuple(only) if keep_requirements and only else ()
+        state = self.build(Options(fresh=True, fresh_only=fresh_only, workers=workers, write_missing_records=False), only)
         diffs: dict[str, list[Change]] = {}
         for sid, st in state.snippets.items():
             if st.status != "ran":
