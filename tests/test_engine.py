@@ -467,6 +467,24 @@ def test_accept_with_keep_requirements_reruns_only_the_consumer(project: Path) -
     assert statuses(state) == {"part/train": "ran", "part/use": "ran"}, "without it, accept reruns the closure"
 
 
+def test_accept_rewrites_a_record_when_only_a_claims_comparison_changed(project: Path) -> None:
+    """Same statement, another bound: the record must carry the comparison the build now checks."""
+    claim = '''
+        from transformer_book.book import Claim, below
+
+        def compute():
+            return {{"small": Claim("误差很小", below(0.001, {bound}, name="误差"))}}
+    '''
+    write(project / "snippets" / "part" / "c.py", claim.format(bound=0.01))
+    s = session(project)
+    s.accept(["part/c"])
+    write(project / "snippets" / "part" / "c.py", claim.format(bound=0.1))
+    _, diffs = s.accept(["part/c"])
+    assert diffs["part/c"] == [], "the statement did not change"
+    rec = json.loads((project / "snippets" / "part" / "c.record.json").read_text(encoding="utf-8"))
+    assert rec["results"]["small"]["check"]["inputs"]["界"] == 0.1
+
+
 def test_requires_cycles_are_reported() -> None:
     from transformer_book.book.session import dependency_levels
 

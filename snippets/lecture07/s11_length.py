@@ -9,7 +9,7 @@ from statistics import mean
 
 from transformer_book import toy_language as tl
 from transformer_book.book import (Claim, Figure, Table, Value, above, all_of, artifact, at_least, below, between, equal,
-                                   largest, less, smallest)
+                                   greater, largest, less, smallest)
 from transformer_book.checkpoint import unpack
 from transformer_book.lecture07.agreement import longest_prefix
 from transformer_book.lecture07.untrained_rows import untrained_rows
@@ -146,6 +146,10 @@ def compute():
                                       all_of(above(share_in_zone[4], 0.5, name="4 个修饰语落在区间里的比例"),
                                              below(share_in_zone[5], 0.5, name="5 个修饰语落在区间里的比例"))),
         "rope_lowest": Claim("4~10 个修饰语的平均准确率：RoPE 是四种做法里最低的", smallest(scheme_avg, "rope")),
+        "rope_seed_not_always_worst": Claim("RoPE 最好的种子，4~10 个修饰语的平均准确率高于别的做法最差的种子",
+                                            greater(RoPE最好的种子=max(longer_mean["rope", seed] for seed in POSITION_SEEDS),
+                                                    别的做法最差的种子=min(longer_mean[s, seed] for s in POSITION_SCHEMES
+                                                                   if s != "rope" for seed in POSITION_SEEDS))),
         "rope_often_collapses": Claim("RoPE 的四个种子里，至少一半在 10 个修饰语时跌到随机猜测的 50% 以下",
                                       at_least(rope_collapsed, len(POSITION_SEEDS) // 2, name="跌到 50% 以下的种子数")),
         "seeds_disagree": Claim("至少有一种做法，四个种子在同一个修饰语个数上相差 20 个百分点以上",

@@ -325,8 +325,10 @@ class BookSession:
             except ValueError:  # unreadable or an older format: rewritten whole
                 old = None
             diffs[sid] = drift.compare(sid, old, st.results)
-            if old is None or diffs[sid]:
-                records.save(st.snippet.record_path, records.build_record(sid, st.results, st.seconds, old))
+            new = records.build_record(sid, st.results, st.seconds, old)
+            # also when only what is recorded *about* a result changed (a claim's comparison, a format)
+            if old is None or diffs[sid] or new["results"] != old.get("results"):
+                records.save(st.snippet.record_path, new)
         if only is None:
             for path in state.orphan_records:
                 path.unlink()
