@@ -704,7 +704,7 @@ def test_an_origin_survives_markdown_characters_in_a_claim(project: Path) -> Non
     import html as html_lib
 
     write(project / "snippets" / "part" / "c.py", '''
-        from transformer_book.book import Claim
+        from transformer_book.book import Claim, equal
 
         def compute():
             return {"ok": Claim("`F.gelu` 的 $x\\\\,\\\\Phi(x)$ 与 [链接](x) *强调* 都原样保留", equal(n=1, 期望=1))}
@@ -717,7 +717,8 @@ def test_an_origin_survives_markdown_characters_in_a_claim(project: Path) -> Non
     (raw,) = [m for m in re.findall(r'data-origin="([^"]*)"', page) if "c&quot;" in m or "part/c" in html_lib.unescape(m)]
     claim = json.loads(html_lib.unescape(raw))
     assert claim["statement"] == "`F.gelu` 的 $x\\,\\Phi(x)$ 与 [链接](x) *强调* 都原样保留"
-    assert claim["value"] == "成立：n = 1"
+    assert claim["value"] == "成立：n = 1 == 期望 = 1"
+    assert claim["margin"] == "离散的事实，不随机器而变"  # the popover says how far the claim is from flipping
 
 
 NOTEBOOK_SNIPPET = '''
