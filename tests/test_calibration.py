@@ -95,7 +95,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
 import knobs
 import torch
-from transformer_book.book import Claim, Value, below
+from transformer_book.book import Claim, Figure, Value, below
+from transformer_book.plotting import new_figure
 
 
 def compute():
@@ -103,24 +104,31 @@ def compute():
     x, y = torch.randn(1024, 16), torch.randn(1024, 1)
     model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    for _ in range(150):
+    curve = []
+    for step in range(150):
         opt.zero_grad()
         loss = ((model(x) - y) ** 2).mean()
         loss.backward()
         opt.step()
+        if step % 10 == 0:
+            curve.append(float(loss) * knobs.CURVE_SCALE)
     final = float(loss) * knobs.SCALE
+    fig, ax = new_figure(width=3, height=2)
+    ax.plot(range(0, 150, 10), curve)
     return {
         "loss": Value(final, ".6f", kind="trained"),
+        "curve": Figure(fig, kind="trained"),
         "low": Claim("训练后的损失低于 1", below(final, 1.0, name="损失")),
         "tight": Claim("训练后的损失低于门槛", below(final, knobs.THRESHOLD, name="损失"), uncertain=knobs.UNCERTAIN),
     }
 '''
 
-PAGE = "# 页\n\n损失是 {{ a:loss }}。{{ claim a:low }}\n\n它还低于门槛。{{ claim a:tight }}\n"
+PAGE = ("# 页\n\n损失是 {{ a:loss }}。{{ claim a:low }}\n\n它还低于门槛。{{ claim a:tight }}\n\n"
+        '{{ figure a:curve "图 1　损失" }}\n')
 
 
 def _knobs(project: Path, **values: object) -> None:
-    base = {"SCALE": 1.0, "THRESHOLD": 10.0, "UNCERTAIN": ""}
+    base = {"SCALE": 1.0, "CURVE_SCALE": 1.0, "THRESHOLD": 10.0, "UNCERTAIN": ""}
     base.update(values)
     write_file(project / "lib" / "knobs.py", "".join(f"{k} = {v!r}\n" for k, v in base.items()))
 
@@ -158,9 +166,10 @@ def test_the_ensemble_bands_a_training_a_held_out_seed_passes_and_a_one_percent_
     assert cal["provenance"]["runs"] == 5 and "leave-one-out" in cal["provenance"]["rule"]
     loss = cal["series"]["loss"]
     assert loss["check"] == "band" and 0 < loss["spread"] < 1e-3, "one ulp per step moves the loss, a little"
-    assert cal["held_out"] == {"banded_series": 1, "unbanded_series": 0, "covered": 5, "trials": 5}
+    assert cal["series"]["curve.ax0.line0.y"]["check"] == "band"
+    assert cal["held_out"]["covered"] == cal["held_out"]["trials"] and cal["held_out"]["unbanded_series"] == 0
     assert cal["claims"]["low"]["robust"] is True
-    assert "part/a | 5 | 1 / 0 | 5/5" in out
+    assert "part/a | 5 | 3 / 0 | 15/15" in out  # the loss, the curve's x and its y
 
     held_out = build(trained_project, BOOK_CI="1", BOOK_JITTER="1000", ATEN_CPU_CAPABILITY="default")
     assert held_out.returncode == 0, "a noise seed and a kernel path calibration never saw: " + output(held_out)
@@ -168,6 +177,11 @@ def test_the_ensemble_bands_a_training_a_held_out_seed_passes_and_a_one_percent_
     _knobs(trained_project, SCALE=1.01)  # a deliberate 1 % change of the computation
     done = build(trained_project, BOOK_CI="1")
     assert done.returncode != 0 and "loss: recorded" in output(done) and "calibrated abs" in output(done)
+
+    _knobs(trained_project, CURVE_SCALE=1.01)  # the figure changes, the value does not
+    done = build(trained_project, BOOK_CI="1")
+    assert done.returncode != 0 and "curve.ax0.line0.y[" in output(done) and "loss: recorded" not in output(done)
+    assert "shown at: part/page.md:7" in output(done)
 
 
 def test_a_claim_planted_inside_the_noise_fails_the_strict_build_naming_page_line_unless_it_says_so(trained_project: Path) -> None:
