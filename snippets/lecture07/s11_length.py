@@ -9,7 +9,7 @@ from statistics import mean
 
 from transformer_book import toy_language as tl
 from transformer_book.book import (Claim, Figure, Table, Value, above, all_of, artifact, at_least, below, between, equal,
-                                   greater, largest, less, smallest)
+                                   largest, less, smallest)
 from transformer_book.checkpoint import unpack
 from transformer_book.lecture07.agreement import longest_prefix
 from transformer_book.lecture07.untrained_rows import untrained_rows
@@ -134,26 +134,26 @@ def compute():
                                       at_least(in_dist, 0.99, name="最低的一格")),
         "ppl_close": Claim("三种带位置信息的做法，测试集困惑度（四个种子的平均）相差不到 0.02",
                            below(ppl_spread, 0.02, name="最大差")),
-        "none_ppl_highest": Claim("不加位置信息的模型困惑度最高", largest(avg_ppl, "none")),
-        "learned_far_recovers": Claim("可学习的位置嵌入：四个种子在 6~10 个修饰语上都回到 95% 以上",
-                                      at_least(learned_far, 0.95, name="最低的一格")),
+        "none_ppl_highest": Claim("不加位置信息的模型困惑度最高", largest(avg_ppl, "none"),
+                                  uncertain="句中说明差距与扰动带来的浮动同一量级，下面的解释以“如果这点差距是真的”为前提"),
+        "learned_far_recovers": Claim("可学习的位置嵌入：四个种子在 6~10 个修饰语上都回到 85% 以上",
+                                      at_least(learned_far, 0.85, name="最低的一格")),
         "learned_worst_at_4": Claim("可学习的位置嵌入：四个种子都在 4 个修饰语时最差",
                                     all_of(*(equal(**{f"种子{seed}最差的修饰语个数": worst_k["learned", seed],
                                                       "期望": TRAIN_MAX_MODIFIERS + 1}) for seed in POSITION_SEEDS))),
-        "learned_errors_in_zone": Claim("可学习的位置嵌入：落在这个区间里的题，准确率明显低于区间之外的题（低 10 个百分点以上）",
-                                        less(区间内=zone_accuracy(True), 区间外减10个百分点=zone_accuracy(False) - 0.1)),
+        "learned_errors_in_zone": Claim("可学习的位置嵌入：落在这个区间里的题，准确率低于区间之外的题",
+                                        less(区间内=zone_accuracy(True), 区间外=zone_accuracy(False))),
         "zone_explains_4_vs_5": Claim("4 个修饰语的题大多落在这个区间，5 个的大多越过了它",
                                       all_of(above(share_in_zone[4], 0.5, name="4 个修饰语落在区间里的比例"),
                                              below(share_in_zone[5], 0.5, name="5 个修饰语落在区间里的比例"))),
-        "rope_lowest": Claim("4~10 个修饰语的平均准确率：RoPE 是四种做法里最低的", smallest(scheme_avg, "rope")),
-        "rope_seed_not_always_worst": Claim("RoPE 最好的种子，4~10 个修饰语的平均准确率高于别的做法最差的种子",
-                                            greater(RoPE最好的种子=max(longer_mean["rope", seed] for seed in POSITION_SEEDS),
-                                                    别的做法最差的种子=min(longer_mean[s, seed] for s in POSITION_SCHEMES
-                                                                   if s != "rope" for seed in POSITION_SEEDS))),
+        "rope_lowest": Claim("4~10 个修饰语的平均准确率：RoPE 是四种做法里最低的", smallest(scheme_avg, "rope"),
+                             uncertain="句中说明这个排名在各次扰动重算里没有变，但差距与扰动带来的浮动同一量级"),
         "rope_often_collapses": Claim("RoPE 的四个种子里，至少一半在 10 个修饰语时跌到随机猜测的 50% 以下",
-                                      at_least(rope_collapsed, len(POSITION_SEEDS) // 2, name="跌到 50% 以下的种子数")),
+                                      at_least(rope_collapsed, len(POSITION_SEEDS) // 2, name="跌到 50% 以下的种子数"),
+                                      uncertain="句中说明跌破的种子数随扰动而变"),
         "seeds_disagree": Claim("至少有一种做法，四个种子在同一个修饰语个数上相差 20 个百分点以上",
-                                above(max(spread.values()), 0.2, name="最大的种子间差")),
+                                above(max(spread.values()), 0.2, name="最大的种子间差"),
+                                uncertain="句中说明各做法的差距本身随扰动而变"),
         "lowest_below_chance": Claim("最差的一格远低于随机猜测的 50%（不到 25%）",
                                      below(acc[lowest][worst_k[lowest]], 0.25, name="最差的一格")),
     }
