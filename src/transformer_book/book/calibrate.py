@@ -49,7 +49,7 @@ from .results import DEFAULT_ABS, DEFAULT_TOLERANCE, EXACT, NOT_COMPARED, TRAINE
 from .session import BookSession, closure
 
 FACTOR = records.CALIBRATION_FACTOR
-JITTER_RUNS = 6  # with the three platform paths: an ensemble of 9 runs
+JITTER_RUNS = 5  # with the three platform paths: an ensemble of 8 runs
 
 
 @dataclass(frozen=True)
