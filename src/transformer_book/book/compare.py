@@ -161,17 +161,13 @@ def _two(args: tuple, kwargs: dict, what: str) -> list[tuple[str, float]]:
     return [(k, _number(v, f"{what}({k}=…)")) for k, v in named]
 
 
-def _finite(margin: float) -> float:
-    return margin if math.isfinite(margin) else (math.copysign(math.inf, margin) if not math.isnan(margin) else math.nan)
-
-
 def _atom(op: str, inputs: dict[str, Any], margin: float | None, strict: bool) -> Comparison:
     if margin is None:
         raise AssertionError("numeric atoms have a margin")
     holds = (margin > 0) if strict else (margin >= 0)
     if math.isnan(margin):
         holds = False
-    return Comparison(op, {k: plain(v) for k, v in inputs.items()}, bool(holds), _finite(float(margin)))
+    return Comparison(op, {k: plain(v) for k, v in inputs.items()}, bool(holds), float(margin))
 
 
 # ---------------------------------------------------------------------------------------------- builders
@@ -189,28 +185,30 @@ def less(*args: Any, **kwargs: Any) -> Comparison:
     return _atom("less", {a: x, b: y}, y - x, strict=True)
 
 
+def _threshold(op: str, value: Any, bound: float, name: str, sign: int, strict: bool) -> Comparison:
+    """``value`` against a fixed ``bound``: margin ``value − bound`` (sign +1) or ``bound − value`` (sign −1)."""
+    x = _number(value, f"{op}({name})")
+    return _atom(op, {name: x, "界": bound}, sign * (x - bound), strict=strict)
+
+
 def above(value: Any, bound: float, name: str = "值") -> Comparison:
     """``value > bound``; margin ``value − bound``."""
-    x = _number(value, f"above({name})")
-    return _atom("above", {name: x, "界": bound}, x - bound, strict=True)
+    return _threshold("above", value, bound, name, 1, strict=True)
 
 
 def at_least(value: Any, bound: float, name: str = "值") -> Comparison:
     """``value ≥ bound``; margin ``value − bound``."""
-    x = _number(value, f"at_least({name})")
-    return _atom("at_least", {name: x, "界": bound}, x - bound, strict=False)
+    return _threshold("at_least", value, bound, name, 1, strict=False)
 
 
 def below(value: Any, bound: float, name: str = "值") -> Comparison:
     """``value < bound``; margin ``bound − value``."""
-    x = _number(value, f"below({name})")
-    return _atom("below", {name: x, "界": bound}, bound - x, strict=True)
+    return _threshold("below", value, bound, name, -1, strict=True)
 
 
 def at_most(value: Any, bound: float, name: str = "值") -> Comparison:
     """``value ≤ bound``; margin ``bound − value``."""
-    x = _number(value, f"at_most({name})")
-    return _atom("at_most", {name: x, "界": bound}, bound - x, strict=False)
+    return _threshold("at_most", value, bound, name, -1, strict=False)
 
 
 def between(value: Any, low: float, high: float, name: str = "值") -> Comparison:

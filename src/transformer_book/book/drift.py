@@ -68,9 +68,7 @@ def _same(old: Any, new: Any, tol: Tolerance) -> bool:
 
 def _noise(record: dict[str, Any] | None, key: str, claim: Claim) -> str:
     """Why calibration found this claim inside its noise ("" if it is robust or was never calibrated)."""
-    from .records import claim_calibration
-
-    cal = claim_calibration(record, key)
+    cal = records.claim_calibration(record, key)
     if cal is None or cal.get("robust", True) or claim.uncertain:
         return ""
     atoms = cal.get("atoms", {})
