@@ -188,7 +188,7 @@ def less(*args: Any, **kwargs: Any) -> Comparison:
 def _threshold(op: str, value: Any, bound: float, name: str, sign: int, strict: bool) -> Comparison:
     """``value`` against a fixed ``bound``: margin ``value − bound`` (sign +1) or ``bound − value`` (sign −1)."""
     x = _number(value, f"{op}({name})")
-    return _atom(op, {name: x, "界": bound}, sign * (x - bound), strict=strict)
+    return _atom(op, {name: x, "界": bound}, (x - bound) if sign > 0 else (bound - x), strict=strict)
 
 
 def above(value: Any, bound: float, name: str = "值") -> Comparison:
