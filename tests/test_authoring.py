@@ -116,6 +116,14 @@ def test_claims_lists_the_guides_claim_with_its_page_line_and_comparison(scratch
     assert "| 位置 | 句子 | 说法 | 比较 | 判定 |" in done.stdout  # the --markdown line of the same block
 
 
+def test_the_site_has_the_claims_page_generated_from_the_records(scratch: Path) -> None:
+    run(command("BOOK_FRESH=1"), scratch)
+    html = (scratch / "site" / "authoring-claims" / "index.html").read_text(encoding="utf-8")
+    assert "说法一览" in html and "共 1 个说法" in html
+    assert 'href="../lecture07/demo/"' in html and "lecture07/demo.md:" in html  # page:line, linked to the page
+    assert "与 1 之差 = " in html  # the comparison, with the recorded numbers
+
+
 def test_timing_and_list_show_the_snippets(scratch: Path) -> None:
     run(command("BOOK_FRESH=1"), scratch)
     timing = run(command("transformer_book timing"), scratch)

@@ -8,8 +8,8 @@ top-k 和 top-p 各留下哪些候选。
 import torch
 
 from transformer_book.chapter20 import p08
-from transformer_book.book import (Claim, Table, Value, all_of, artifact, below, decreasing, equal, less,
-                                   non_decreasing, true)
+from transformer_book.book import (Claim, Table, Value, all_of, artifact, below, decreasing, equal,
+                                   increasing, less, true)
 from transformer_book.transformer import generate, next_token_distribution
 
 REQUIRES = ["chapter20/p08_train"]
@@ -60,7 +60,7 @@ def compute():
         "greedy_loops": Claim("贪心解码很快掉进句号之后不断换行的循环",
                               all_of(below(diversity[0], 0.3, name="贪心续写里不同字符的比例"),
                                      true("。↵↵↵↵" in rows[0][1], name="出现「。↵↵↵↵」"))),
-        "hotter_more_varied": Claim("温度越高，续写里不同字符的比例越高", non_decreasing(diversity, name="不同字符的比例")),
+        "hotter_more_varied": Claim("温度越高，续写里不同字符的比例越高", increasing(diversity, name="不同字符的比例")),
         "truncation_less_varied": Claim("top-k 与 top-p 续写里不同字符的比例都低于纯粹按温度 1 采样",
                                         all_of(less(topk=rows[4][2], 温度1=rows[2][2]), less(topp=rows[5][2], 温度1=rows[2][2]))),
         "cooler_sharper": Claim("温度越低，最高候选的概率越大", decreasing(top1, name="最高候选的概率")),

@@ -45,13 +45,15 @@ def compute():
     emb = flow.rows[0].n_params
     by_step = {r.step: r.n_params for r in flow.rows}
     block = sum(r.n_params for r in flow.rows[2:10])  # 第 1 个块：层归一化 1 到第二次残差相加
-    others = by_step[f"其余 {config.n_layers - 1} 个块"] / (config.n_layers - 1)
+    per_block = [sum(p.numel() for p in b.parameters()) for b in model.blocks]  # 逐个块数出的参数个数
     attention = by_step["Q/K/V 投影，拆成多头"] + by_step["合并各头，输出投影"]
     ffn_ratio = by_step["前馈网络"] / attention
     return {
         "total_is_count": Claim("全表合计与 count_parameters 相等", equal(全表合计=total, count_parameters=count_parameters(model))),
         "block_formula": Claim("一个块的参数合计与 12D² + 13D 相符，其余的块与第一个块完全相同",
-                               all_of(equal(一个块=block, 公式=block_parameters(D).total), equal(一个块=block, 其余的块平均=others))),
+                               all_of(equal(一个块=block, 公式=block_parameters(D).total),
+                                      equal(第一个块=block, 表中其余的块=by_step[f"其余 {config.n_layers - 1} 个块"] / (config.n_layers - 1)),
+                                      *(equal(第一个块=block, **{f"第 {i + 1} 个块": n}) for i, n in enumerate(per_block)))),
         "ffn_twice_attention": Claim("一个块里，前馈网络的参数约是注意力投影的两倍", below(abs(ffn_ratio - 2), 0.05, name="与 2 之差")),
 
         "dataflow": Table(columns=["步骤", "输入形状", "输出形状", "学习参数", "参数个数"], rows=rows,

@@ -5,7 +5,7 @@
 可学习的位置嵌入，输出层与词嵌入共享。模型搭在 meta 设备上，只有形状、不占内存。
 """
 
-from transformer_book.book import Claim, Table, Value, equal, true
+from transformer_book.book import Claim, Table, Value, below, equal, true
 from transformer_book.lecture07.depth import block_parameter_breakdown, gpt2_small_breakdown
 from transformer_book.transformer import block_parameters
 
@@ -43,6 +43,8 @@ def compute():
         "gpt2_embedding_share": Value(share["token_embedding"], ".1%"),
         "gpt2_blocks_share": Value(share["blocks"], ".1%"),
         "ffn_share_768": Value(ffn_share, ".1%"),
+        "ffn_two_thirds": Claim("d = 768 时，前馈网络约占整个块参数的三分之二（相差不到 1 个百分点）",
+                                below(abs(ffn_share - 2 / 3), 0.01, name="与三分之二之差")),
         "formula_holds": Claim("三个宽度下，块的每一部分数出的参数都与公式相同", true(every_part, name="每一部分都相符")),
         "head_is_embedding": Claim("输出层与词嵌入是同一个矩阵，不另外占参数", true(gpt2["head_is_embedding"], name="同一个矩阵")),
         "parts_add_up": Claim("各部分加起来等于总数", equal(各部分之和=sum(gpt2[p] for p in parts), 总数=gpt2["total"])),

@@ -52,6 +52,9 @@ def compute():
         base = seq2seq(src, idx)  # (1, T, V)
         src_change = first_position_change(base, seq2seq(change_at(src, T - 1), idx))
         tgt_change = first_position_change(base, seq2seq(src, change_at(idx, T - 1)))
+        # 说法要的是“整个源句”与“目标句的全部后文”：逐个位置改一遍
+        every_src = min(first_position_change(base, seq2seq(change_at(src, p), idx)) for p in range(T))
+        every_tgt = max(first_position_change(base, seq2seq(src, change_at(idx, p))) for p in range(1, T))
     rows += [
         ["编码器—解码器 `EncoderDecoder`", "源句最后一个词元", float("nan"), src_change],
         ["编码器—解码器 `EncoderDecoder`", "目标句最后一个词元", float("nan"), tgt_change],
@@ -73,6 +76,7 @@ def compute():
         "decoder_blind_to_right": Claim("解码器的位置 0 分给右边的权重恰好是 0，输出也逐位不变",
                                         all_of(at_most(decoder[2], 0.0, name="分给右边的权重"), at_most(decoder[3], 0.0, name="输出的变化"))),
         "seq2seq_visibility": Claim("编码器—解码器里，解码器看得到整个源句，看不到目标句的后文",
-                                    all_of(above(src_change, 0.0, name="改源句时的变化"), at_most(tgt_change, 0.0, name="改目标句后文时的变化"))),
+                                    all_of(above(every_src, 0.0, name="逐个改源句的词元，最小的变化"),
+                                           at_most(every_tgt, 0.0, name="逐个改目标句后文的词元，最大的变化"))),
     }
 

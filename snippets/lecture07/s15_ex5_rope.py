@@ -36,7 +36,7 @@ def compute():
         rows.append([label, m, n, *q_rot.tolist(), *k_rot.tolist(), float(q_rot @ k_rot)])
     a = rows[0]
     return {
-        "abc_equal": Claim("(a)(b)(c) 三种情形的点积相同", all_of(*(below(abs(r[-1] - a[-1]), 1e-12, name=f"({'abc'[i]}) 与 (a) 之差") for i, r in enumerate(rows[:3])))),
+        "abc_equal": Claim("(a)(b)(c) 三种情形的点积相同", all_of(*(below(abs(r[-1] - a[-1]), 1e-12, name=f"({'abc'[i]}) 与 (a) 之差") for i, r in enumerate(rows[:3]) if i > 0))),
         "sign_matters": Claim("q 与 k 方向不同时，位置差 +1 与 −1 的打分不同", above(abs(rows[3][-1] - rows[4][-1]), 0.5, name="两个打分之差")),
 
         "table": Table(

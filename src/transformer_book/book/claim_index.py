@@ -13,7 +13,8 @@ from . import records
 from .pages import INLINE_RE, PageRefError, find_refs
 from .results import Claim
 
-_SENTENCE_END = "。！？；"
+_SENTENCE_END = "。！？"  # a semicolon joins clauses of one sentence: a claim after it backs the whole sentence
+_BLOCK = re.compile(r"^(#|\||\?\?\?|!!!|```|\{\{[^}]*\}\}$)")  # headings, tables, admonitions, fences, a tag alone
 
 
 @dataclass
@@ -53,10 +54,10 @@ class CitedClaim:
 def _paragraph_sentence(lines: list[str], index: int, tag_start: int) -> str:
     """The sentence that ends at a claim tag: from the previous sentence end (in the same paragraph) to the tag."""
     start = index
-    while start > 0 and lines[start - 1].strip() and not lines[start - 1].lstrip().startswith(("#", "{{", "|", "???", "!!!")):
+    while start > 0 and lines[start - 1].strip() and not _BLOCK.match(lines[start - 1].strip()):
         start -= 1
     before = " ".join(l.strip() for l in lines[start:index]) + " " + lines[index][:tag_start].strip()
-    before = re.sub(r"\{\{\s*claim [^}]*\}\}", "", before)
+    before = re.sub(r"\{\{\s*claim [^}]*\}\}", "", before).replace("**", "")
     cut = max(before.rstrip(_SENTENCE_END + " ").rfind(c) for c in _SENTENCE_END)
     text = before[cut + 1:] if cut >= 0 else before
     text = INLINE_RE.sub(lambda m: f"⟨{m['key']}⟩", text)
@@ -128,13 +129,44 @@ def as_text(claims: list[CitedClaim]) -> str:
     return "\n".join(out)
 
 
-def as_markdown(claims: list[CitedClaim]) -> str:
+def as_markdown(claims: list[CitedClaim], link_from: str | None = None) -> str:
+    """One Markdown table. ``link_from``: the page the table is placed on; each page:line becomes a link."""
     def cell(text: str) -> str:
         return text.replace("|", "\\|").replace("{{", "{ {").replace("\n", " ")
 
+    def where(w: str) -> str:
+        if link_from is None:
+            return cell(w)
+        page = w.rsplit(":", 1)[0]
+        depth = link_from.count("/")
+        return f"[{cell(w)}]({'../' * depth}{page})"
+
     rows = ["| 位置 | 句子 | 说法 | 比较 | 判定 |", "|---|---|---|---|---|"]
     for c in claims:
-        rows.append("| " + " | ".join(cell(x) for x in (
-            "<br>".join(c.where) or "—", c.sentence, c.claim.statement if c.claim else "—",
-            c.claim.check.describe() if c.claim else "—", c.verdict)) + " |")
+        rows.append("| " + " | ".join((
+            "<br>".join(where(w) for w in c.where) or "—", cell(c.sentence), cell(c.claim.statement) if c.claim else "—",
+            cell(c.claim.check.describe()) if c.claim else "—", cell(c.verdict))) + " |")
     return "\n".join(rows)
+
+
+PAGE = "authoring-claims.md"  # the authors' guide page generated at each build (not a file in docs/)
+
+
+def page_markdown(claims: list[CitedClaim]) -> str:
+    """The authors' guide page: every claim beside its sentence, made from the records at build time."""
+    robust = sum(1 for c in claims if c.verdict == "稳健")
+    noisy = sum(1 for c in claims if c.verdict.startswith("在噪声之内"))
+    return "\n".join([
+        "# 说法一览",
+        "",
+        "这一页在每次构建时由记录生成，与 `python -m transformer_book claims --markdown` 的输出相同。"
+        "每一行是正文里的一个说法标签：它所在的 `页面:行号`，标签结束的那句话，说法本身，"
+        "判定它的比较（带这次记录的数和余量），以及校准给出的判定。"
+        "审读时逐行对照“句子”和“比较”：句子说的不能比比较核对的更多。"
+        "“在噪声之内（句中已说明）”的说法，余量不到扰动浮动的 3 倍，句子里必须写明这一点。",
+        "",
+        f"共 {len(claims)} 个说法；校准为稳健的 {robust} 个，在噪声之内的 {noisy} 个。",
+        "",
+        as_markdown(claims, link_from=PAGE),
+        "",
+    ])

@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("snippets", nargs="*")
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--jitter", type=int, default=None,
-                   help="how many one-ulp noise seeds join the three platform paths (default: calibrate.JITTER_RUNS, 9)")
+                   help="how many one-ulp noise seeds join the three platform paths (default: calibrate.JITTER_RUNS, 5)")
     p.add_argument("--only-perturbation", action="append", help="run just this perturbation (repeatable)")
     p.add_argument("--fresh", action="store_true", help="rerun every perturbed snippet, ignoring the calibration caches")
     p.set_defaults(func=cmd_calibrate)

@@ -18,6 +18,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
 
+from . import claim_index
 from . import config as book_config
 from . import fix_notebook_html, fix_search, mathjax, origin, page_notebook, pages, pool, records, report, webfont
 from .artifacts import decode
@@ -206,6 +207,11 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                     files.append(File.generated(config, origin.record_target(sid), abs_src_path=str(st.snippet.record_path)))
         for uri, path in origin.assets().items():
             files.append(File.generated(config, uri, abs_src_path=str(path)))
+        if self.session is not None and files.get_file_from_path(claim_index.PAGE) is None:
+            # the authors' guide page of every claim beside its sentence, from the records as they are now
+            found = {sid: snip.record_path for sid, snip in self.session.discover().items()}
+            claims = claim_index.index(Path(config.docs_dir), found)
+            files.append(File.generated(config, claim_index.PAGE, content=claim_index.page_markdown(claims)))
         self._start_webfont(config)
         return files
 
