@@ -160,3 +160,16 @@ def test_mkdocs_serve_starts_and_serves_the_page(scratch: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_a_claims_sentence_keeps_the_text_of_its_links_not_their_targets(tmp_path: Path) -> None:
+    """The claims page lists sentences from every page: a relative link would point nowhere from there."""
+    from transformer_book.book.claim_index import citations
+
+    page = tmp_path / "docs" / "part" / "a.md"
+    page.parent.mkdir(parents=True)
+    page.write_text("# 页\n\n- **两者相同。** 见[第 8 节](s08.md)与 [`f`][mod.f]：输出一样。{{ claim part/x:same }}\n",
+                    encoding="utf-8")
+    [(snippet, key, where, sentence)] = list(citations(tmp_path / "docs"))
+    assert (snippet, key, where) == ("part/x", "same", "part/a.md:3")
+    assert sentence == "见第 8 节与 `f`：输出一样。"

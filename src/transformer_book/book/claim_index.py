@@ -61,6 +61,8 @@ def _paragraph_sentence(lines: list[str], index: int, tag_start: int) -> str:
     cut = max(before.rstrip(_SENTENCE_END + " ").rfind(c) for c in _SENTENCE_END)
     text = before[cut + 1:] if cut >= 0 else before
     text = INLINE_RE.sub(lambda m: f"⟨{m['key']}⟩", text)
+    # links keep their text: their targets are relative to the page the sentence is on, not to a listing
+    text = re.sub(r"\[([^\]]*)\](\([^)]*\)|\[[^\]]*\])", r"\1", text)
     return re.sub(r"\s+", " ", text.lstrip("-*> ")).strip()
 
 
