@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import threading
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from .files import atomic_write_text
 from .session import BookSession, BuildState, Options, SnippetState
+from .worker import SnippetError
 
 
 HOLD_SECONDS = 120  # at most this long the background build waits for the first serve build to be written
@@ -28,6 +30,10 @@ class BackgroundBuild:
     options: Options
     stamp: Path  # touched whenever a result lands; the server watches its folder
     log: Callable[[str], None] = print
+    log_error: Callable[[str], None] = print
+    # Why the background build itself stopped (not a snippet's failure: the engine's), shown on every page
+    # still waiting for a result, until the next edit starts it again.
+    failure: SnippetError | None = None
     errors: dict[str, SnippetState] = field(default_factory=dict)  # snippet -> its failure (with the key it ran under)
     # Set once the first serve build has been written: until then the snippets wait, so that the pages are
     # rendered (and served) with the whole machine instead of sharing it with the trainings.
@@ -46,6 +52,8 @@ class BackgroundBuild:
             failed = self.errors.get(sid)
             if st.status == "pending" and failed is not None and failed.key and failed.key == st.key:
                 state.snippets[sid] = failed
+            elif st.status == "pending" and self.failure is not None:
+                state.snippets[sid] = SnippetState(st.snippet, "error", error=self.failure, key=st.key)
         return state
 
     def ensure_running(self) -> None:
@@ -54,6 +62,7 @@ class BackgroundBuild:
             if self.running:
                 self._again = True
                 return
+            self.failure = None  # an edit starts it again: perhaps what stopped it is fixed
             self._thread = threading.Thread(target=self._run, name="book-background", daemon=True)
             self._thread.start()
 
@@ -80,7 +89,17 @@ class BackgroundBuild:
             with self._lock:
                 self._again = False
             start = time.perf_counter()
-            state = self.session.build(self.options, progress=self._landed)
+            try:
+                state = self.session.build(self.options, progress=self._landed)
+            except Exception as exc:  # noqa: BLE001 - a thread that dies silently leaves its pages "pending"
+                detail = "".join(traceback.format_exception(exc))
+                self.failure = SnippetError(f"the background build stopped: {type(exc).__name__}: {exc}",
+                                            "(background build)", 0, detail)
+                self.log_error(f"{self.failure.message}\n{detail}")
+                with self._lock:
+                    self._thread = None
+                atomic_write_text(self.stamp, f"{time.time()} background-build error\n")  # rebuild: pages show it
+                return
             ran = [sid for sid, st in state.snippets.items() if st.status in ("ran", "error")]
             if ran:
                 self.log(f"background: {len(ran)} snippet(s) computed in {time.perf_counter() - start:.1f} s")

@@ -41,7 +41,7 @@ from .files import FileHasher, atomic_write_bytes, sha256_bytes
 from .results import Artifact, Result, from_data
 from .store import LocalStore, Store, is_url, open_store
 
-FORMAT = "transformer-book-cache/2"
+FORMAT = "transformer-book-cache/3"  # 3: where and when it was measured
 KEEP_PER_SNIPPET = 4
 SHARED_BLOB_GRACE_SECONDS = 600  # an unreferenced blob younger than this may belong to an entry being written
 
@@ -59,9 +59,13 @@ def cache_key(snippet: Snippet, source: bytes | None = None, required: dict[str,
     return h.hexdigest()[:32]
 
 
-def entry_fingerprint(key: str, deps: dict[str, str]) -> str:
-    """What a consumer's key includes of a required snippet: its key and the files it actually read."""
-    return sha256_bytes((key + "".join(f"{k}={v}" for k, v in sorted(deps.items()))).encode())[:32]
+def entry_fingerprint(key: str, deps: dict[str, str], artifacts: dict[str, str] | None = None) -> str:
+    """What a consumer's key includes of a required snippet: its key, the files it actually read, and the
+    artifacts it made (a producer recomputed under the same key — fresh, on another machine — may train
+    other weights; its consumers must not keep results computed from the old ones)."""
+    text = key + "".join(f"{k}={v}" for k, v in sorted(deps.items()))
+    text += "".join(f"artifact {k}={v}" for k, v in sorted((artifacts or {}).items()))
+    return sha256_bytes(text.encode())[:32]
 
 
 @dataclass
@@ -75,15 +79,16 @@ class Entry:
     seconds: float
     budget: float | None = None
     artifacts: dict[str, str] = field(default_factory=dict)  # artifact name -> sha256 of its blob
+    measured_on: str = ""  # the machine that ran it and the day (see worker.Outcome)
 
     @property
     def fingerprint(self) -> str:
-        return entry_fingerprint(self.key, self.deps)
+        return entry_fingerprint(self.key, self.deps, self.artifacts)
 
     def to_json(self) -> bytes:
         body = {
             "format": FORMAT, "key": self.key, "snippet": self.snippet, "deps": self.deps, "seconds": self.seconds,
-            "budget": self.budget, "artifacts": self.artifacts,
+            "budget": self.budget, "artifacts": self.artifacts, "measured_on": self.measured_on,
             "results": {k: r.to_data() for k, r in self.results.items() if not isinstance(r, Artifact)},
         }
         text = json.dumps(body, ensure_ascii=False, sort_keys=True)
@@ -104,7 +109,7 @@ class Entry:
             for name in body.get("artifacts", {}):
                 results[name] = Artifact()
             return cls(body["key"], body["snippet"], dict(body["deps"]), results, float(body["seconds"]),
-                       body.get("budget"), dict(body.get("artifacts", {})))
+                       body.get("budget"), dict(body.get("artifacts", {})), str(body.get("measured_on", "")))
         except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
             return None
 

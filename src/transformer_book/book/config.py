@@ -52,6 +52,9 @@ class BookConfig(base.Config):
     fresh = c.Type(bool, default=False)
     ci = c.Type(bool, default=False)
     workers = c.Type(int, default=0)
+    # Seconds after which a snippet that declares neither TIMEOUT_SECONDS nor BUDGET_SECONDS is stopped
+    # (one that declares BUDGET_SECONDS = b is stopped after 10 b): a hang fails the build, naming it.
+    timeout = c.Type((int, float), default=1800)
     mathjax = c.Type(bool, default=True)
     # A Chinese font (OTF/TTF) cut to the characters the site uses and shipped as WOFF2; "" = none.
     webfont = c.Type((str, bool), default="")  # a path relative to mkdocs.yml; false or "" = none
@@ -77,6 +80,7 @@ def options(cfg: BookConfig, environ: Mapping[str, str] = os.environ) -> Options
         ci=ci,
         workers=int(environ.get("BOOK_WORKERS") or cfg.workers),
         executor=environ.get("BOOK_EXECUTOR") or cfg.executor,
+        timeout=float(cfg.timeout),
         # CI always runs everything; an author may build just the part being written.
         select=() if ci else tuple(p.strip() for p in environ.get("BOOK_ONLY", "").split(",") if p.strip()),
     )

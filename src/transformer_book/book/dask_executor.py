@@ -173,3 +173,7 @@ class DaskExecutor:
             remote.cancel()
         self._running.clear()
         self.client.close()
+
+    def abort(self) -> None:
+        """Cancel every task on the cluster (a task already running finishes in its worker's process)."""
+        self.close()

@@ -21,9 +21,10 @@ class Snippet:
     def is_notebook(self) -> bool:
         return self.path.suffix == ".ipynb"
 
-    def source(self) -> bytes:
-        """What the cache key hashes: the file, or a notebook's cell sources (not its saved outputs)."""
-        raw = self.path.read_bytes()
+    def source(self, raw: bytes | None = None) -> bytes:
+        """What the cache key hashes: the file (its bytes ``raw``, if already read), or a notebook's cell
+        sources (not its saved outputs)."""
+        raw = self.path.read_bytes() if raw is None else raw
         if not self.is_notebook:
             return raw
         try:
@@ -41,12 +42,22 @@ class Snippet:
         except SyntaxError:
             return []  # reported when the snippet runs
         for node in tree.body:
-            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "REQUIRES" for t in node.targets):
-                try:
-                    value = ast.literal_eval(node.value)
-                except ValueError as exc:
-                    raise ValueError(f"{self.path}:{node.lineno}: REQUIRES must be a literal list of snippet ids") from exc
-                return [str(v) for v in value]
+            if isinstance(node, ast.Assign):
+                targets, value_node = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign):  # REQUIRES: list[str] = [...]
+                targets, value_node = [node.target], node.value
+            else:
+                continue
+            if not any(isinstance(t, ast.Name) and t.id == "REQUIRES" for t in targets):
+                continue
+            try:
+                value = ast.literal_eval(value_node) if value_node is not None else None
+            except ValueError:
+                value = None
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"{self.path}:{node.lineno}: REQUIRES must be a literal list of snippet ids, "
+                                 'e.g. REQUIRES = ["lecture07/s11_train"]')
+            return list(value)
         return []
 
 

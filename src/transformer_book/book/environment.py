@@ -18,7 +18,9 @@ import platform
 from functools import lru_cache
 from pathlib import Path
 
-# Bump when the meaning of a cached result changes (payload layout, seeding, rendering of figures …).
+# The engine's code is in every entry's dependencies (the worker hashes the engine modules it ran), so an
+# edit to results.py or finalize_figure reruns what it shapes without this number. It names the engine in a
+# record's provenance; bump it only when what a *record* means changes.
 ENGINE_VERSION = "3"  # 3: claims are comparisons with margins; the rounding kind
 
 # Libraries whose version can change a snippet's numbers or figures.

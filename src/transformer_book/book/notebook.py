@@ -95,14 +95,15 @@ def _figure_outputs() -> list[dict[str, Any]]:
     return outputs
 
 
-def execute(path: Path) -> tuple[dict[str, Any], str]:
-    """Run every code cell of the notebook at ``path`` in one namespace.
+def execute(path: Path, text: str | None = None) -> tuple[dict[str, Any], str]:
+    """Run every code cell of the notebook at ``path`` (its JSON ``text``, if given: the bytes the cache key
+    hashed) in one namespace.
 
     Returns the recorded results and the executed notebook (JSON text with outputs). Raises
     :class:`NotebookCellError` for the first failing cell.
     """
     global _RECORDED
-    nb = json.loads(path.read_text(encoding="utf-8"))
+    nb = json.loads(path.read_text(encoding="utf-8") if text is None else text)
     namespace: dict[str, Any] = {"__name__": "__main__", "__file__": str(path)}
     _RECORDED = {}
     count = 0

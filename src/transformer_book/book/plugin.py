@@ -23,6 +23,7 @@ from . import config as book_config
 from . import fix_notebook_html, fix_search, mathjax, origin, page_notebook, pages, pool, records, report, webfont
 from .artifacts import decode
 from .background import BackgroundBuild
+from .dirty_pages import PageMemory
 from .environment import machine
 from .files import atomic_write_text
 from .render import Renderer, figure_target, shown_source
@@ -47,6 +48,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.notebooks: dict[str, Any] = {}  # page src_uri -> its notebook (this build)
         self.views: dict[str, page_notebook.SnippetView] | None = None  # this build's, made at its first page
         self.font: webfont.Subset | None = None  # this build's web font, cut while the pages render
+        self.memory = PageMemory()  # titles and anchors of pages a dirty rebuild does not read
 
     # -- set-up --------------------------------------------------------------------------------------
 
@@ -82,11 +84,11 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                 self.project_root / cfg.report_dir,
                 Path(config.docs_dir),
             )
-        self.renderer = Renderer(self.project_root, f"{machine()}，{_dt.date.today().isoformat()}", self._record_of)
+        self.renderer = Renderer(self.project_root, self._measured_on, self._record_of)
         if self.serving and self.options.execute and self.background is None:
             # `mkdocs serve` never waits for compute: pages are served at once, results land in the background.
             self.background = BackgroundBuild(self.session, self.options, self.session.cache.root / "serve" / "landed",
-                                              log=log.info)
+                                              log=log.info, log_error=log.error)
         self._start_early(config)
         if cfg.mathjax and mathjax.URI not in [str(s) for s in config.extra_javascript]:
             config.extra_javascript.append(mathjax.URI)
@@ -133,9 +135,19 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             cache_dir = self.session.cache.root / "jinja" if self.session else self.project_root / ".book-cache" / "jinja"
             cache_dir.mkdir(parents=True, exist_ok=True)
             env.bytecode_cache = jinja2.FileSystemBytecodeCache(str(cache_dir))
+        # before autorefs resolves references (its on_env runs at priority -50) and before any page renders
+        self.memory.restore(config, files)
         return env
 
     # -- running snippets ----------------------------------------------------------------------------
+
+    def _measured_on(self, sid: str) -> str:
+        """Where and when a snippet's shown results were computed: its cache entry says (the worker that ran
+        it, the day it ran), whether this build ran it, took it from the cache or from a cluster."""
+        entry = self.state.entries.get(sid) if self.state is not None else None
+        if entry is not None and entry.measured_on:
+            return entry.measured_on
+        return f"{machine()}，{_dt.date.today().isoformat()}"
 
     def _record_of(self, sid: str) -> dict[str, Any] | None:
         """The committed record of a snippet (read once per build), for the origin of what it shows."""
@@ -384,7 +396,19 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
 
     # -- the end -------------------------------------------------------------------------------------
 
+    def on_build_error(self, *, error: Exception) -> None:
+        # `mkdocs build` failed (or was interrupted): no snippet may go on running. Under serve a failed
+        # rebuild leaves the background build alone; it ends with the server (on_shutdown).
+        if self.session is not None and not self.serving:
+            self.session.stop()
+
+    def on_shutdown(self) -> None:
+        # Ctrl-C on `mkdocs serve`: kill the snippets of the background build instead of waiting for them.
+        if self.session is not None:
+            self.session.stop()
+
     def on_post_build(self, *, config: Any) -> None:
+        self.memory.remember(config)
         site_dir = Path(config.site_dir)
         self._write_webfont(site_dir)
         if self.background is not None:

@@ -69,3 +69,16 @@ class LocalExecutor:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def abort(self) -> None:
+        """Cancel the queued tasks and kill the running ones (a Ctrl-C must not wait for a training).
+        ``ProcessPoolExecutor`` has no public way to end its processes before Python 3.14
+        (``terminate_workers``): its process table is read directly."""
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())  # None once shut down
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for p in processes:
+            p.terminate()
+        for p in processes:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()

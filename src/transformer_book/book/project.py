@@ -23,28 +23,28 @@ def find_root(start: Path | None = None) -> Path:
     raise SystemExit("run this inside the book's project (a folder with mkdocs.yml)")
 
 
-def mkdocs_settings(root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(``mkdocs.yml``, the ``book`` plugin's options in it); tags such as ``!!python/…`` are ignored."""
-    import yaml
+def mkdocs_settings(root: Path) -> tuple[Path, Any]:
+    """(the docs folder, the ``book`` plugin's validated options), read by MkDocs' own loader — the same
+    reading as the build's, ``!ENV`` tags, inheritance and defaults included."""
+    import logging
 
-    class Loader(yaml.SafeLoader):
-        pass
+    from mkdocs.config import load_config
 
-    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
-    data = yaml.load((root / "mkdocs.yml").read_text(encoding="utf-8"), Loader=Loader) or {}
-    for plugin in data.get("plugins") or []:
-        if isinstance(plugin, dict) and "book" in plugin:
-            return data, dict(plugin["book"] or {})
-    return data, {}
+    logging.getLogger("mkdocs").setLevel(logging.ERROR)  # the command line's output is the engine's, not MkDocs'
+    cfg = load_config(str(root / "mkdocs.yml"))
+    plugin = cfg.plugins.get("book")
+    if plugin is None:
+        raise SystemExit(f"{root / 'mkdocs.yml'} does not use the book plugin (plugins: - book)")
+    return Path(cfg.docs_dir), plugin.config
 
 
 def open_session(root: Path | None = None) -> BookSession:
     root = root or find_root()
-    data, book = mkdocs_settings(root)
+    docs_dir, book = mkdocs_settings(root)
     return BookSession(
         root,
-        root / book.get("snippets_dir", "snippets"),
-        cache_location(os.environ.get("BOOK_CACHE_DIR") or book.get("cache_dir", ".book-cache"), root),
-        root / book.get("report_dir", ".book-cache/report"),
-        root / data.get("docs_dir", "docs"),
+        root / book.snippets_dir,
+        cache_location(os.environ.get("BOOK_CACHE_DIR") or book.cache_dir, root),
+        root / book.report_dir,
+        docs_dir,
     )

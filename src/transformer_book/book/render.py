@@ -34,13 +34,15 @@ def _attr(text: str) -> str:
 @dataclass
 class Renderer:
     project_root: Path
-    measured_on: str  # "AMD EPYC，2 核，Linux-x86_64，2026-12-01"
+    # snippet → where and when its results were computed ("AMD EPYC，2 核，Linux-x86_64，2026-12-01"): the
+    # machine that ran it (a cluster worker, or a cached run of another day), not the one rendering the page
+    measured_on: Callable[[str], str]
     record_of: Callable[[str], dict[str, Any] | None] = field(default=lambda sid: None)  # snippet → its record
     page_url: str = ""  # where the page being rendered is served (set per page by the plugin)
 
     def origin(self, ref: Ref, result: Result) -> dict[str, str]:
         return origin.describe(ref.snippet, ref.key, result, self.record_of(ref.snippet), self.page_url,
-                               self.measured_on)
+                               self.measured_on(ref.snippet))
 
     # -- results ---------------------------------------------------------------------------------------
 
@@ -54,7 +56,7 @@ class Renderer:
             return self.claim(ref, result)
         caption = ref.caption if ref.caption is not None else getattr(result, "caption", "")
         if isinstance(result, Table):
-            return self.table(result, caption, origin.badge(self.origin(ref, result)))
+            return self.table(result, caption, origin.badge(self.origin(ref, result)), self.measured_on(ref.snippet))
         if isinstance(result, Block):
             return self.block(result, caption, origin.badge(self.origin(ref, result)))
         return self.figure(ref, caption, origin.badge(self.origin(ref, result)))
@@ -80,7 +82,7 @@ class Renderer:
         text = html.escape(f"这句话已不成立：{detail}（{ref.snippet}:{ref.key}）", quote=False)
         return f'<span class="book-error">⚠ {text}</span>'
 
-    def table(self, result: Table, caption: str, badge: str = "") -> str:
+    def table(self, result: Table, caption: str, badge: str = "", measured_on: str = "") -> str:
         body = ""
         if caption or badge:
             body += f'<p class="book-caption" markdown="span">{caption} {badge}</p>\n\n'
@@ -89,7 +91,7 @@ class Renderer:
         if measured:
             cols = "、".join(f"「{c}」" for c in measured)
             body += (f'\n<p class="book-measured-note" markdown="span">{cols}是{MEASURED_NOTE}的'
-                     f"（{self.measured_on}）：换一台机器、换一种负载都会不同，书只核对正文据此说出的结论。</p>\n")
+                     f"（{measured_on}）：换一台机器、换一种负载都会不同，书只核对正文据此说出的结论。</p>\n")
         return body
 
     def figure(self, ref: Ref, caption: str, badge: str = "") -> str:

@@ -10,6 +10,7 @@ first.
 from __future__ import annotations
 
 import heapq
+import threading
 import json
 import os
 from concurrent.futures import FIRST_COMPLETED, Future, wait
@@ -111,12 +112,15 @@ class Options:
     write_missing_records: bool = True  # outside CI, a new snippet's first results become its record
     select: tuple[str, ...] = ()  # glob patterns (e.g. "lecture07/*"): run only these, skip the rest
     executor: str = "local"  # or "dask://host:port": run snippets on a Dask cluster (:mod:`.dask_executor`)
+    # seconds after which a snippet that declares neither TIMEOUT_SECONDS nor BUDGET_SECONDS is stopped
+    timeout: float = 1800.0
 
 
 class Executor(Protocol):
     def submit(self, task: Task) -> Future: ...
     def outcome(self, task: Task, future: Future) -> Outcome: ...
-    def close(self) -> None: ...
+    def close(self) -> None: ...  # after the last task: wait for nothing, release the workers
+    def abort(self) -> None: ...  # now: cancel what is queued, kill what runs
 
 
 Progress = Callable[[str, SnippetState], None]
@@ -134,6 +138,8 @@ class BookSession:
         self.hasher = FileHasher()
         self.cache = open_cache(cache_dir, project_root, self.hasher)  # a folder, or a URL (:mod:`.store`)
         self.executor_factory = executor_factory
+        self._live: set[Executor] = set()  # executors of the builds running now (the background one, too)
+        self._stopping = threading.Event()
 
     def discover(self) -> dict[str, Snippet]:
         return discover(self.snippets_dir, self.notebooks_dir)
@@ -154,6 +160,13 @@ class BookSession:
         except (OSError, ValueError, KeyError, TypeError):
             pass
         return out
+
+    def stop(self) -> None:
+        """End every build of this session now (``mkdocs serve`` shutting down, a failed build): running
+        snippets are killed, queued ones are not started. A later build starts afresh."""
+        self._stopping.set()
+        for executor in list(self._live):
+            executor.abort()
 
     def _executor(self, options: Options) -> Executor:
         if self.executor_factory is not None:
@@ -229,7 +242,8 @@ class BookSession:
                         settle(sid, SnippetState(found[sid], "pending"))
                     elif all(r in entries for r in reqs):
                         snip = found[sid]
-                        keys[sid] = cache_key(snip, snip.source(), {r: entries[r].fingerprint for r in reqs})
+                        source = snip.path.read_bytes()  # read once: what the key hashes is what the worker runs
+                        keys[sid] = cache_key(snip, snip.source(source), {r: entries[r].fingerprint for r in reqs})
                         rerun = fresh and (options.ci or not options.fresh_only or sid in options.fresh_only)
                         entry = None if rerun else self.cache.load(sid, keys[sid])
                         if entry is not None:
@@ -241,7 +255,8 @@ class BookSession:
                         else:
                             provided = tuple((r, name, file) for r in reqs
                                              for name, file in self.cache.artifact_files(entries[r]).items())
-                            task = Task(sid, str(snip.path), str(self.project_root), str(self.cache.blob_dir(sid)), provided)
+                            task = Task(sid, str(snip.path), str(self.project_root), str(self.cache.blob_dir(sid)), provided,
+                                        source=source, timeout=options.timeout)
                             rank = priority.get(sid, 1.0)
                             heapq.heappush(queue, (rank if reverse else -rank, sid, task))
                     else:
@@ -249,17 +264,23 @@ class BookSession:
                     unresolved.discard(sid)
                     progressed = True
 
+        if not self._live:
+            self._stopping.clear()  # stop() ends the builds that were running then, not the next one
+        completed = False
         try:
             resolve_ready()
-            while queue or running:
+            while (queue or running) and not self._stopping.is_set():
                 if queue and executor is None:
                     executor = self._executor(options)
+                    self._live.add(executor)
                 workers = getattr(executor, "workers", 1)
                 while queue and len(running) < workers:
                     _, sid, task = heapq.heappop(queue)
                     assert executor is not None
                     running[executor.submit(task)] = (sid, task)
                 done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                if self._stopping.is_set():
+                    break  # what ended now was killed by stop(): reported as interrupted below
                 for fut in done:
                     sid, task = running.pop(fut)
                     assert executor is not None
@@ -268,14 +289,23 @@ class BookSession:
                     if out.error is not None:
                         settle(sid, SnippetState(snip, "error", out.seconds, {}, out.error, out.budget, keys[sid]))
                         continue
-                    entry = Entry(keys[sid], sid, out.deps, out.results, out.seconds, out.budget, out.artifacts)
+                    entry = Entry(keys[sid], sid, out.deps, out.results, out.seconds, out.budget, out.artifacts,
+                                  out.measured_on)
                     self.cache.store(entry)
                     entries[sid] = entry
                     settle(sid, SnippetState(snip, "ran", out.seconds, out.results, None, out.budget, keys[sid]))
                 resolve_ready()
+            completed = not self._stopping.is_set()
         finally:
             if executor is not None:
-                executor.close()
+                self._live.discard(executor)
+                # a failed or interrupted build (Ctrl-C, an error, :meth:`stop`) leaves no snippet process running
+                executor.close() if completed else executor.abort()
+        for sid, _task in running.values():
+            fail(sid, "stopped: the build was interrupted while it ran")
+        for _, sid, _task in queue:
+            fail(sid, "stopped: the build was interrupted before it ran")
+            unresolved.discard(sid)
         for sid in unresolved:  # only possible if a requirement is outside the selection
             fail(sid, "required snippet(s) were not run")
 

@@ -9,6 +9,7 @@ milliseconds.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -26,8 +27,8 @@ from typing import Any, Callable, Iterable
 
 from . import artifacts
 from .cache import write_blob
-from .environment import SEED, jitter_seed, numerical_settings, threads
-from .results import RESULT_TYPES, Artifact, Figure, Result
+from .environment import SEED, jitter_seed, machine, numerical_settings, threads
+from .results import RESULT_TYPES, Artifact, Figure, Result, Value
 
 ENGINE_DIR = Path(__file__).resolve().parent
 NOTEBOOK_OUTPUT = "executed_notebook"  # the artifact that carries a notebook's executed copy
@@ -59,6 +60,7 @@ class Outcome:
     seconds: float = 0.0
     error: SnippetError | None = None
     budget: float | None = None
+    measured_on: str = ""  # the machine that ran it and the day: "AMD EPYC，2 核，Linux-x86_64，2026-12-03"
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,18 @@ class Task:
     project_root: str
     blob_dir: str  # where this snippet's artifacts are written
     requires: tuple[tuple[str, str, str], ...] = ()  # (required snippet, artifact name, blob file)
+    # The bytes the cache key was computed from: these are what runs, whatever the file holds by then.
+    # Empty: read the file (``python -m transformer_book run`` on a file being written).
+    source: bytes = b""
+    timeout: float = 0.0  # seconds, when the snippet declares neither TIMEOUT_SECONDS nor BUDGET_SECONDS; 0: none
+
+
+TIMEOUT_PER_BUDGET = 10  # a snippet that declares BUDGET_SECONDS = b and no timeout is stopped after 10 b
+
+
+class SnippetTimeout(BaseException):
+    """Raised inside a snippet that ran past its timeout (a BaseException: ``except Exception`` in the
+    snippet cannot swallow it)."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -137,40 +151,74 @@ def _prepare_matplotlib() -> None:
     matplotlib.rcParams["svg.fonttype"] = "path"
 
 
+# What this process executed or read, hashed when it was read: {resolved path: sha256}. Filled by the
+# loader of project modules (the bytes it compiled), by the snapshot of modules already loaded when a task
+# starts (the engine, preloaded by the forkserver), and by data files hashed before ``compute()`` reads them.
+# A file changed while a snippet runs therefore no longer matches its entry, and the next build reruns it.
+_EXECUTED: dict[str, str] = {}
+
+
+def _remember(path: Path, data: bytes | None = None) -> None:
+    from .files import sha256_bytes
+
+    key = str(path)
+    if key in _EXECUTED:
+        return
+    try:
+        _EXECUTED[key] = sha256_bytes(data if data is not None else path.read_bytes())
+    except OSError:
+        _EXECUTED[key] = "missing"
+
+
+def _module_files(root: Path) -> Iterable[tuple[Path, Any]]:
+    """(file, module) of every loaded module whose code shapes a result: the project's and the engine's."""
+    for name, mod in list(sys.modules.items()):
+        if name == "__main__":
+            continue  # the program that started the run (``python -m transformer_book run``), not the snippet's
+        f = getattr(mod, "__file__", None)
+        if not isinstance(f, str) or not os.path.isabs(f):
+            continue  # some extension modules report a bare file name
+        p = Path(f).resolve()
+        if p.suffix == ".py" and (p.is_relative_to(ENGINE_DIR) or _is_tracked(p, root)):
+            yield p, mod
+
+
+def _snapshot_loaded(root: Path) -> None:
+    """Hash the modules already loaded before the snippet starts (the forkserver preloads the engine): what
+    they are now is what this process runs."""
+    for p, _ in _module_files(root):
+        _remember(p)
+
+
 def _is_tracked(path: Path, root: Path) -> bool:
     if path.is_relative_to(ENGINE_DIR) or path.is_relative_to(root / ".venv") or "site-packages" in path.parts:
         return False
     return path.is_relative_to(root)
 
 
-def _dependencies(task: Task, data_files: Iterable[str]) -> dict[str, str]:
-    """Every project source file the snippet actually imported, plus the data files declared."""
-    from .files import sha256_bytes
+def _declared_data(mod: Any) -> list[Path]:
+    """A project module may declare the data files it reads (fonts, corpora) in ``BOOK_DATA_FILES``."""
+    declared = mod.__dict__.get("BOOK_DATA_FILES", ())
+    if not isinstance(declared, (list, tuple)):
+        return []
+    return [Path(extra).resolve() for extra in declared if isinstance(extra, str)]
 
+
+def _dependencies(task: Task, data_files: Iterable[str]) -> dict[str, str]:
+    """Every project and engine source file the snippet ran, plus the data files declared, each with the hash
+    of the bytes that were used (:data:`_EXECUTED`); a file first seen here is hashed now."""
     root = Path(task.project_root).resolve()
     files: set[Path] = set()
-    for name, mod in list(sys.modules.items()):
-        if name == "__main__":
-            continue  # the program that started the run (``python -m transformer_book run``), not the snippet's
-        f = getattr(mod, "__file__", None)
-
-        if not isinstance(f, str) or not os.path.isabs(f):
-            continue  # some extension modules report a bare file name
-        p = Path(f).resolve()
-        if p.suffix != ".py" or not _is_tracked(p, root):
-            continue
+    for p, mod in _module_files(root):
         if p != Path(task.path).resolve():
             files.add(p)
-        # A project module may declare the data files it reads (fonts, corpora) in BOOK_DATA_FILES.
-        declared = mod.__dict__.get("BOOK_DATA_FILES", ())
-        if isinstance(declared, (list, tuple)):
-            files.update(Path(extra).resolve() for extra in declared if isinstance(extra, str))
-    for d in data_files:
-        files.add((root / d).resolve())
+        files.update(_declared_data(mod))
+    files.update((root / d).resolve() for d in data_files)
     deps = {}
     for p in sorted(files):
+        _remember(p)
         rel = p.relative_to(root).as_posix() if p.is_relative_to(root) else str(p)
-        deps[rel] = sha256_bytes(p.read_bytes()) if p.exists() else "missing"
+        deps[rel] = _EXECUTED[str(p)]
     return deps
 
 
@@ -249,7 +297,14 @@ class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
 
     def get_code(self, fullname: str) -> Any:
         path = self.get_filename(fullname)
-        return self.source_to_code(self.get_data(path), path)
+        data = self.get_data(path)
+        _remember(Path(path).resolve(), data)  # the hash of exactly what is compiled
+        return self.source_to_code(data, path)
+
+    def exec_module(self, module: Any) -> None:
+        super().exec_module(module)
+        for extra in _declared_data(module):  # hashed as soon as they are known, before compute() reads them
+            _remember(extra)
 
 
 class _ProjectSourceFinder(importlib.abc.MetaPathFinder):
@@ -287,21 +342,60 @@ def _run_script(task: Task, path: Path, out: Outcome) -> tuple[dict[str, Any], l
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    source = task.source or path.read_bytes()
+    exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)  # the bytes the key hashed
     out.budget = getattr(module, "BUDGET_SECONDS", None)
+    arm(timeout_of(module, task))
+    data_files = [str(d) for d in getattr(module, "DATA_FILES", [])]
+    root = Path(task.project_root).resolve()
+    for d in data_files:  # hashed before compute() reads them
+        _remember((root / d).resolve())
     compute: Callable[[], Any] | None = getattr(module, "compute", None)
     if not callable(compute):
         raise TypeError(f"{task.snippet}: a snippet must define compute() returning a dict of results")
     results = compute()
     check_results(task.snippet, results)
-    return results, list(getattr(module, "DATA_FILES", []))
+    return results, data_files
 
 
-def _run_notebook(path: Path) -> dict[str, Any]:
+def timeout_of(module: Any, task: Task) -> float:
+    """``TIMEOUT_SECONDS`` if the snippet declares it; else 10 × ``BUDGET_SECONDS``; else the build's default."""
+    declared = getattr(module, "TIMEOUT_SECONDS", None)
+    if isinstance(declared, (int, float)) and not isinstance(declared, bool) and declared > 0:
+        return float(declared)
+    budget = getattr(module, "BUDGET_SECONDS", None)
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget > 0:
+        return TIMEOUT_PER_BUDGET * float(budget)
+    return task.timeout
+
+
+_STARTED = 0.0  # when the running task started (perf_counter), for the timeout
+
+
+def arm(seconds: float) -> None:
+    """Stop the snippet ``seconds`` after its task started (SIGALRM in the main thread; elsewhere, none)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return
+    if seconds <= 0:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SnippetTimeout(f"the snippet ran longer than its timeout of {seconds:g} s "
+                             f"(TIMEOUT_SECONDS; stopped after {time.perf_counter() - _STARTED:.1f} s)")
+
+    signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, max(0.001, seconds - (time.perf_counter() - _STARTED)))
+
+
+def _run_notebook(path: Path, source: bytes) -> dict[str, Any]:
     """Execute a notebook page; its recorded values plus the executed notebook as an artifact."""
     from .notebook import execute as execute_notebook
 
-    recorded, executed = execute_notebook(path)
+    recorded, executed = execute_notebook(path, source.decode("utf-8") if source else None)
     return {**recorded, NOTEBOOK_OUTPUT: Artifact(executed)}
 
 
@@ -323,10 +417,13 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     """
     from .notebook import NotebookCellError
 
+    global _STARTED
     path = Path(task.path).resolve()
     root = Path(task.project_root).resolve()
     out = Outcome(snippet=task.snippet)
-    start = time.perf_counter()
+    start = _STARTED = time.perf_counter()
+    _snapshot_loaded(root)
+    arm(task.timeout)  # until the snippet's own declaration is known
     data_files: list[str] = []
     glyphs = _MissingGlyphs()
     logging.getLogger("matplotlib").addHandler(glyphs)
@@ -343,7 +440,7 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
             warnings.filterwarnings("error", message=r"Glyph \d+ .*missing from font")
             with contextlib.redirect_stdout(io.StringIO()) if capture else contextlib.nullcontext():
                 if path.suffix == ".ipynb":
-                    results = _run_notebook(path)
+                    results = _run_notebook(path, task.source)
                 else:
                     results, data_files = _run_script(task, path, out)
                 for key, value in results.items():
@@ -363,8 +460,10 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     except BaseException as exc:  # noqa: BLE001 - everything is reported, with its location
         out.error = _locate(exc, path, root)
     finally:
+        arm(0)
         logging.getLogger("matplotlib").removeHandler(glyphs)
     out.seconds = time.perf_counter() - start
+    out.measured_on = f"{machine()}，{datetime.date.today().isoformat()}"
     try:
         out.deps = _dependencies(task, data_files)
     except Exception as exc:  # noqa: BLE001
@@ -381,3 +480,6 @@ def check_results(snippet: str, results: Any) -> None:
         if not isinstance(value, RESULT_TYPES):
             names = ", ".join(t.__name__ for t in RESULT_TYPES)
             raise TypeError(f"{snippet}: result {key!r} is a {type(value).__name__}, not one of {names}")
+        if isinstance(value, Value) and not isinstance(value.value, (bool, int, float, str)):
+            raise TypeError(f"{snippet}: Value {key!r} holds a {type(value.value).__name__} ({value.value!r:.60}); a "
+                            "Value is one number, string or boolean in a sentence — use a Table for several")
