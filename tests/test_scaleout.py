@@ -618,3 +618,53 @@ def test_an_unreachable_scheduler_is_named(tmp_path):
     project = make_project(tmp_path / "p", {"plain": PLAIN})
     with pytest.raises(ExecutorUnavailable, match=f"cannot reach the Dask scheduler at tcp://127.0.0.1:{port}"):
         DaskExecutor(f"dask://127.0.0.1:{port}", session(project).cache, project, timeout=2)
+
+
+# -- a shared store that fails now and then ---------------------------------------------------------------
+
+
+def test_a_shared_store_that_times_out_once_is_retried_and_one_that_keeps_failing_is_named(monkeypatch):
+    from transformer_book.book import store as store_module
+
+    monkeypatch.setattr(store_module, "RETRY_SECONDS", (0.01, 0.01))
+    storage = FsspecStore(f"memory://book-{uuid.uuid4().hex[:8]}/cache")
+    storage.put("entries/x/a.json", b"data")
+    real = storage.fs.cat_file
+    failures = iter([TimeoutError("read timed out")])
+
+    def flaky(path, *args, **kwargs):
+        for exc in failures:
+            raise exc
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(storage.fs, "cat_file", flaky)
+    assert storage.get("entries/x/a.json") == b"data"
+
+    def down(path, *args, **kwargs):
+        raise ConnectionError("connection reset by peer")
+
+    monkeypatch.setattr(storage.fs, "cat_file", down)
+    with pytest.raises(store_module.StoreUnavailable, match=r"memory://.*entries/x/a\.json.*3 attempts"):
+        storage.get("entries/x/a.json")
+
+
+def test_an_intact_entry_or_blob_of_another_engine_version_is_left_in_the_shared_store(tmp_path):
+    storage = FsspecStore(f"memory://book-{uuid.uuid4().hex[:8]}/cache")
+    cache = Cache(tmp_path / "local", tmp_path, storage=storage)
+    body = json.dumps({"format": "transformer-book-cache/99", "key": "k1", "snippet": "part/x"})
+    other = json.dumps({"checksum": hashlib.sha256(body.encode()).hexdigest(), "body": body}).encode()
+    storage.put("entries/part__x/k1.json", other)
+    assert cache.load("part/x", "k1") is None
+    assert storage.get("entries/part__x/k1.json") == other, "a good entry of another version was deleted"
+
+    storage.put("entries/part__x/k2.json", other[:-5])  # torn: deleted
+    assert cache.load("part/x", "k2") is None and not storage.exists("entries/part__x/k2.json")
+
+    future_blob = b"TBJSON9\n[1, 2]"
+    sha = hashlib.sha256(future_blob).hexdigest()
+    storage.put(f"entries/part__x/blobs/{sha}", future_blob)
+    assert cache_module.fetch_blob(storage, f"entries/part__x/blobs/{sha}", sha) is None
+    assert storage.exists(f"entries/part__x/blobs/{sha}")
+    storage.put(f"entries/part__x/blobs/{'0' * 64}", future_blob)  # does not hash to its name: corrupt
+    assert cache_module.fetch_blob(storage, f"entries/part__x/blobs/{'0' * 64}", "0" * 64) is None
+    assert not storage.exists(f"entries/part__x/blobs/{'0' * 64}")

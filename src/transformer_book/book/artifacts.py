@@ -57,6 +57,11 @@ def encode(value: Any) -> bytes:
     return TORCH_MAGIC + blob
 
 
+def is_known_format(blob: bytes) -> bool:
+    """Whether this engine knows the blob's format (another version of the engine may write others)."""
+    return blob.startswith((JSON_MAGIC, TORCH_MAGIC))
+
+
 def decode(blob: bytes) -> Any:
     """The value of :func:`encode`'s bytes, without ever unpickling arbitrary objects."""
     if blob.startswith(JSON_MAGIC):

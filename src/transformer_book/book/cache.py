@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .artifacts import decode
+from .artifacts import decode, is_known_format
 from .discover import Snippet
 from .environment import fingerprint
 from .files import FileHasher, atomic_write_bytes, sha256_bytes
@@ -177,6 +177,8 @@ class Cache:
         if blob is None:
             return None
         entry = Entry.from_json(blob)
+        if entry is None and _of_another_version(blob):
+            return None  # intact, written by another version of the engine: not ours to use, nor to delete
         if entry is None or entry.key != key or entry.snippet != snippet or not self._blobs_intact(entry):
             self.storage.delete(name)
             return None
@@ -249,15 +251,31 @@ def open_cache(location: Path | str, project_root: Path, hasher: FileHasher | No
     return Cache(Path(location), project_root, hasher)
 
 
+def _of_another_version(blob: bytes) -> bool:
+    """An intact entry (its checksum holds) of another cache format: another engine's, shared in one store."""
+    try:
+        outer = json.loads(blob.decode("utf-8"))
+        text = outer["body"]
+        if sha256_bytes(text.encode("utf-8")) != outer["checksum"]:
+            return False
+        fmt = json.loads(text).get("format", "")
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError):
+        return False
+    return isinstance(fmt, str) and fmt.startswith("transformer-book-cache/") and fmt != FORMAT
+
+
 def fetch_blob(storage: Store, name: str, sha: str) -> bytes | None:
     """Blob ``sha`` from ``storage``, or None: it must hash to ``sha`` and decode as data (weights only), else
-    it is deleted from the store — whoever wrote it, it cannot run code here."""
+    it is deleted from the store — whoever wrote it, it cannot run code here. An intact blob in an artifact
+    format this engine does not know (another version's) is refused here and left for the builds that do."""
     data = storage.get(name)
     if data is None:
         return None
     try:
         if sha256_bytes(data) != sha:
             raise ValueError("hash mismatch")
+        if not is_known_format(data):
+            return None
         decode(data)
     except Exception:  # noqa: BLE001 - truncated, tampered, or not data: refused alike
         storage.delete(name)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+import time
 import uuid
 from pathlib import Path
 from typing import Any, Protocol
@@ -128,6 +129,30 @@ def _mtime(info: dict[str, Any]) -> float:
     return 0.0
 
 
+RETRY_SECONDS = (0.5, 2.0, 5.0)  # waits between the attempts of one read of a shared store
+
+
+class StoreUnavailable(RuntimeError):
+    """A shared store that kept failing after the retries: the build stops and says which store."""
+
+
+def _patiently(action: Any, what: str) -> Any:
+    """``action()``, tried again after a transient failure (a timeout, a dropped connection) — a network
+    store fails now and then, and one failure must not abort a build of an hour. A missing file is an
+    answer, not a failure; after the last retry the failure is reported, naming the store."""
+    for attempt, wait in enumerate((*RETRY_SECONDS, None)):
+        try:
+            return action()
+        except FileNotFoundError:
+            raise
+        except (OSError, TimeoutError) as exc:
+            if wait is None:
+                raise StoreUnavailable(f"the shared cache did not answer while {what}: {type(exc).__name__}: {exc} "
+                                       f"({attempt + 1} attempts)") from exc
+            time.sleep(wait)
+    return None  # pragma: no cover - the loop returns or raises
+
+
 class FsspecStore:
     """Any fsspec file system, addressed by URL; shared between machines."""
 
@@ -152,6 +177,9 @@ class FsspecStore:
         return f"{self.base}/{key}"
 
     def get(self, key: str) -> bytes | None:
+        return _patiently(lambda: self._get(key), f"reading {self.location}/{key}")
+
+    def _get(self, key: str) -> bytes | None:
         try:
             return self.fs.cat_file(self.path(key))
         except FileNotFoundError:
@@ -178,7 +206,7 @@ class FsspecStore:
     def exists(self, key: str) -> bool:
         path = self.path(key)
         self.fs.invalidate_cache(path)  # another machine may have written or deleted it since
-        return bool(self.fs.isfile(path))
+        return bool(_patiently(lambda: self.fs.isfile(path), f"looking for {self.location}/{key}"))
 
     def delete(self, key: str) -> None:
         try:
