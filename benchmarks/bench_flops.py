@@ -9,7 +9,7 @@ On one thread (as every snippet runs):
    shapes (about 800 token positions × d = 64, the widths of the projections and of the feed-forward layer);
 2. for each training, one real step as the book runs it (its model, batch, optimiser, gradient clipping):
    FLOPs of forward + backward counted by ``torch.utils.flop_counter`` (matrix products and attention; the
-   optimiser's elementwise work is not counted), the seconds per step (median of the rounds, each the mean of
+   optimiser's elementwise work is not counted, nor the LSTM's fused cell — for the RNN it is a lower bound), the seconds per step (median of the rounds, each the mean of
    ``--steps`` steps after a warm-up), achieved GFLOP/s and its ratio to the peak;
 3. a ``torch.profiler`` breakdown of those steps: matrix products, the rest of the operators, the optimiser,
    and what is left of the wall time (Python, autograd bookkeeping, dispatch).
@@ -71,7 +71,7 @@ def training_step(model: torch.nn.Module, optim, loss: Callable[[int], torch.Ten
 def toy_batches(pad_id: int, sentences, batch_size: int) -> list:
     from transformer_book.training import TokenData
 
-    data = TokenData(sentences, pad_id)
+    data = sentences if isinstance(sentences, TokenData) else TokenData(sentences, pad_id)
     order = torch.Generator().manual_seed(0)
     return [data.batch(index) for index in list(data.batches(batch_size, order))[:200]]
 

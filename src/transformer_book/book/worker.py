@@ -483,3 +483,15 @@ def check_results(snippet: str, results: Any) -> None:
         if isinstance(value, Value) and not isinstance(value.value, (bool, int, float, str)):
             raise TypeError(f"{snippet}: Value {key!r} holds a {type(value.value).__name__} ({value.value!r:.60}); a "
                             "Value is one number, string or boolean in a sentence — use a Table for several")
+
+
+def _snapshot_engine() -> None:
+    """The forkserver imports this module while it preloads: hash the engine modules loaded so far now, for
+    they are the code every snippet process forked from it runs — even if a file is saved later."""
+    for name, mod in list(sys.modules.items()):
+        f = getattr(mod, "__file__", None)
+        if isinstance(f, str) and os.path.isabs(f) and f.endswith(".py") and Path(f).resolve().is_relative_to(ENGINE_DIR):
+            _remember(Path(f).resolve())
+
+
+_snapshot_engine()
