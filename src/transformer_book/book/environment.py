@@ -105,3 +105,10 @@ def machine() -> str:
     model = model or platform.processor() or platform.machine() or "未知 CPU"
     cores = os.cpu_count() or 1
     return f"{model}，{cores} 核，{platform.system()}-{platform.machine()}"
+
+
+def measured_here() -> str:
+    """Where and when a result is measured, as pages label it: ``AMD EPYC，2 核，Linux-x86_64，2026-12-03``."""
+    import datetime
+
+    return f"{machine()}，{datetime.date.today().isoformat()}"

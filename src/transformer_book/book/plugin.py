@@ -7,7 +7,6 @@ says), and the site fixes (:mod:`.fix_notebook_html`, :mod:`.fix_search`, :mod:`
 
 from __future__ import annotations
 
-import datetime as _dt
 import html
 import threading
 from fnmatch import fnmatch
@@ -24,7 +23,7 @@ from . import fix_notebook_html, fix_search, mathjax, origin, page_notebook, pag
 from .artifacts import decode
 from .background import BackgroundBuild
 from .dirty_pages import PageMemory
-from .environment import machine
+from .environment import measured_here
 from .files import atomic_write_text
 from .render import Renderer, figure_target, shown_source
 from .results import Figure
@@ -147,7 +146,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         entry = self.state.entries.get(sid) if self.state is not None else None
         if entry is not None and entry.measured_on:
             return entry.measured_on
-        return f"{machine()}，{_dt.date.today().isoformat()}"
+        return measured_here()
 
     def _record_of(self, sid: str) -> dict[str, Any] | None:
         """The committed record of a snippet (read once per build), for the origin of what it shows."""

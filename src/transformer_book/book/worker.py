@@ -9,7 +9,6 @@ milliseconds.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -27,7 +26,7 @@ from typing import Any, Callable, Iterable
 
 from . import artifacts
 from .cache import write_blob
-from .environment import SEED, jitter_seed, machine, numerical_settings, threads
+from .environment import SEED, jitter_seed, measured_here, numerical_settings, threads
 from .results import RESULT_TYPES, Artifact, Figure, Result, Value
 
 ENGINE_DIR = Path(__file__).resolve().parent
@@ -170,8 +169,9 @@ def _remember(path: Path, data: bytes | None = None) -> None:
         _EXECUTED[key] = "missing"
 
 
-def _module_files(root: Path) -> Iterable[tuple[Path, Any]]:
-    """(file, module) of every loaded module whose code shapes a result: the project's and the engine's."""
+def _module_files(root: Path | None) -> Iterable[tuple[Path, Any]]:
+    """(file, module) of every loaded module whose code shapes a result: the project's and the engine's
+    (only the engine's when ``root`` is None: the forkserver knows no project yet)."""
     for name, mod in list(sys.modules.items()):
         if name == "__main__":
             continue  # the program that started the run (``python -m transformer_book run``), not the snippet's
@@ -179,7 +179,7 @@ def _module_files(root: Path) -> Iterable[tuple[Path, Any]]:
         if not isinstance(f, str) or not os.path.isabs(f):
             continue  # some extension modules report a bare file name
         p = Path(f).resolve()
-        if p.suffix == ".py" and (p.is_relative_to(ENGINE_DIR) or _is_tracked(p, root)):
+        if p.suffix == ".py" and (p.is_relative_to(ENGINE_DIR) or (root is not None and _is_tracked(p, root))):
             yield p, mod
 
 
@@ -463,7 +463,7 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
         arm(0)
         logging.getLogger("matplotlib").removeHandler(glyphs)
     out.seconds = time.perf_counter() - start
-    out.measured_on = f"{machine()}，{datetime.date.today().isoformat()}"
+    out.measured_on = measured_here()
     try:
         out.deps = _dependencies(task, data_files)
     except Exception as exc:  # noqa: BLE001
@@ -488,10 +488,8 @@ def check_results(snippet: str, results: Any) -> None:
 def _snapshot_engine() -> None:
     """The forkserver imports this module while it preloads: hash the engine modules loaded so far now, for
     they are the code every snippet process forked from it runs — even if a file is saved later."""
-    for name, mod in list(sys.modules.items()):
-        f = getattr(mod, "__file__", None)
-        if isinstance(f, str) and os.path.isabs(f) and f.endswith(".py") and Path(f).resolve().is_relative_to(ENGINE_DIR):
-            _remember(Path(f).resolve())
+    for p, _ in _module_files(None):
+        _remember(p)
 
 
 _snapshot_engine()
