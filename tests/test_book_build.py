@@ -31,7 +31,7 @@ def test_the_book_passes_the_drift_check_under_a_perturbation_calibration_never_
     """What a contributor's machine does to the book: another matrix-product kernel and other rounding in every
     training step. The calibrated bands must absorb it and every claim must hold — without calibration ever
     having run this perturbation."""
-    from transformer_book.book.calibrate import JITTER_RUNS, perturbations
+    from transformer_book.book.checking.calibrate import JITTER_RUNS, perturbations
 
     used = {(k, v) for p in perturbations() for k, v in p.env.items()}
     held_out = {k: v for k, v in HELD_OUT.items() if (k, v) not in used}  # a machine without AVX-512 calibrates on "default"
@@ -178,7 +178,7 @@ def test_no_heading_contains_math() -> None:
 def test_the_site_ships_a_chinese_web_font_covering_every_character_it_shows(built_site: Path) -> None:
     from fontTools.ttLib import TTFont
 
-    from transformer_book.book.webfont import used_characters
+    from transformer_book.book.site.webfont import used_characters
 
     font = built_site / "assets" / "fonts" / "book-cjk.woff2"
     cmap = TTFont(str(font))["cmap"].getBestCmap()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from transformer_book.book import Claim, Value, above, all_of, at_least, below, equal, greater, smallest
-from transformer_book.book.calibrate import FACTOR, measure, write
+from transformer_book.book.checking.calibrate import FACTOR, measure, write
 
 from test_drift import build, output, write as write_file
 
@@ -149,8 +149,8 @@ def _knobs(project: Path, **values: object) -> None:
 
 def _calibrate(project: Path, jitter: int = 5) -> str:
     code = textwrap.dedent(f"""
-        from transformer_book.book.calibrate import calibrate, jitters, summary
-        from transformer_book.book.project import open_session
+        from transformer_book.book.checking.calibrate import calibrate, jitters, summary
+        from transformer_book.book.cli.project import open_session
         print(summary(calibrate(open_session(), ["part/a"], chosen=jitters({jitter}))))
     """)
     done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=600)

@@ -210,8 +210,8 @@ def test_calibrate_measures_the_spread_under_a_perturbation_and_one_run_cannot_v
     write(project / "docs" / "part" / "page.md", "# 页\n\n和是 {{ a:total }}。\n")
     assert build(project).returncode == 0
     code = textwrap.dedent("""
-        from transformer_book.book.calibrate import Perturbation, calibrate, summary
-        from transformer_book.book.project import open_session
+        from transformer_book.book.checking.calibrate import Perturbation, calibrate, summary
+        from transformer_book.book.cli.project import open_session
         cals = calibrate(open_session(), ["part/a"], chosen=[Perturbation("aten-default", "标量内核", {"ATEN_CPU_CAPABILITY": "default"})])
         print(summary(cals))
     """)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_book.book import pages
+from transformer_book.book.rendering import pages
 from transformer_book.book.session import BookSession, Options
 
 SNIPPET_A = '''
@@ -183,7 +183,7 @@ def test_no_temporary_files_are_left_in_the_cache(project: Path) -> None:
 
 
 def _records(project: Path) -> dict[str, dict]:
-    from transformer_book.book.records import deterministic_part
+    from transformer_book.book.checking.records import deterministic_part
 
     return {p.name: deterministic_part(json.loads(p.read_text(encoding="utf-8")))
             for p in (project / "snippets").rglob("*.record.json")}
@@ -762,9 +762,9 @@ def test_a_page_with_results_gets_a_runnable_notebook_that_reproduces_its_number
     import nbformat
     from nbclient import NotebookClient
 
-    from transformer_book.book import records
-    from transformer_book.book.drift import compare
-    from transformer_book.book.in_jupyter import RESULT_MIME
+    from transformer_book.book.checking import records
+    from transformer_book.book.checking.drift import compare
+    from transformer_book.book.cli.in_jupyter import RESULT_MIME
     from transformer_book.book.results import from_data
 
     write(project / "snippets" / "part" / "c.py", NOTEBOOK_SNIPPET)

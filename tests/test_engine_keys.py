@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from transformer_book.book.cache import Entry
+from transformer_book.book.storage.cache import Entry
 from transformer_book.book.session import Options
 
 from test_engine import CONSUMER, PRODUCER, project, session, statuses, write  # noqa: F401 - project is a fixture
@@ -242,7 +242,7 @@ def test_the_command_line_reads_mkdocs_yml_as_the_build_does_env_tags_included(p
 
 
 def test_an_error_of_the_background_build_itself_shows_on_the_waiting_pages_and_in_the_terminal(project: Path) -> None:
-    from transformer_book.book.background import BackgroundBuild
+    from transformer_book.book.site.background import BackgroundBuild
 
     s = session(project)
     waiting = s.build(Options(), execute_missing=False)  # what the first serve build renders: placeholders

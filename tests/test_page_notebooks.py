@@ -1,7 +1,7 @@
 """The notebook of every page, run as a reader runs it (issue 13).
 
 Every page that shows generated results offers a download of its notebook (``<page>.ipynb`` beside the page,
-written by the build: ``book/page_notebook.py``). Here each one is executed with ``nbclient`` in a fresh
+written by the build: ``book/rendering/page_notebook.py``). Here each one is executed with ``nbclient`` in a fresh
 kernel, from the project folder, after the README's set-up — and every table, figure and number it shows is
 compared with the snippet's record, within the record's tolerances (measured numbers are not compared, as
 in the build). The long trainings are read from the result cache that the build of ``built_site`` filled
@@ -63,7 +63,7 @@ def _run(path: Path) -> tuple[float, list[dict], str | None]:
         error = None
     except CellExecutionError as exc:
         error = str(exc)[-2000:]
-    from transformer_book.book.in_jupyter import RESULT_MIME
+    from transformer_book.book.cli.in_jupyter import RESULT_MIME
 
     shown = [o["data"][RESULT_MIME] for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
              if RESULT_MIME in o.get("data", {})]
@@ -71,8 +71,8 @@ def _run(path: Path) -> tuple[float, list[dict], str | None]:
 
 
 def test_every_page_notebook_runs_and_shows_the_recorded_results(built_site: Path) -> None:
-    from transformer_book.book import records
-    from transformer_book.book.drift import compare
+    from transformer_book.book.checking import records
+    from transformer_book.book.checking.drift import compare
     from transformer_book.book.results import from_data
 
     notebooks = page_notebooks(built_site)

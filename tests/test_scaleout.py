@@ -30,12 +30,12 @@ distributed = pytest.importorskip("distributed")
 pytest.importorskip("s3fs")
 moto_server = pytest.importorskip("moto.server")
 
-from transformer_book.book import cache as cache_module  # noqa: E402
-from transformer_book.book import records  # noqa: E402
+from transformer_book.book.storage import cache as cache_module  # noqa: E402
+from transformer_book.book.checking import records  # noqa: E402
 from transformer_book.book.artifacts import TORCH_MAGIC  # noqa: E402
-from transformer_book.book.cache import Cache, Entry, fetch_blob  # noqa: E402
+from transformer_book.book.storage.cache import Cache, Entry, fetch_blob  # noqa: E402
 from transformer_book.book.session import BookSession, Options  # noqa: E402
-from transformer_book.book.store import FsspecStore, LocalStore, open_store  # noqa: E402
+from transformer_book.book.storage.store import FsspecStore, LocalStore, open_store  # noqa: E402
 
 TIMEOUT = 120  # seconds: the bound on any one build or server start in this file
 
@@ -367,7 +367,7 @@ def test_a_planted_pickle_is_refused_never_run_and_recomputed(s3, tmp_path):
 
 WRITER = """
 import hashlib, sys
-from transformer_book.book.store import open_store
+from transformer_book.book.storage.store import open_store
 store, tag, n = open_store(sys.argv[1]), sys.argv[2].encode(), int(sys.argv[3])
 for i in range(n):
     body = (tag + b"%06d" % i) * (40000 + 997 * (i % 7))
@@ -527,13 +527,15 @@ def test_a_snippet_that_always_kills_its_worker_fails_the_build_naming_it(client
 
 
 def _pretend_torch(version: str) -> None:
-    from transformer_book.book import environment, identity
+    from transformer_book.book import environment
+    from transformer_book.book.execution import identity
 
     identity.versions = lambda: {**environment.versions(), "torch": version}
 
 
 def _stop_pretending() -> None:
-    from transformer_book.book import environment, identity
+    from transformer_book.book import environment
+    from transformer_book.book.execution import identity
 
     identity.versions = environment.versions
 
@@ -557,7 +559,7 @@ def test_a_worker_with_another_environment_refuses_naming_what_differs(client, c
 
 
 def test_the_fingerprint_names_a_source_file_that_differs(tmp_path):
-    from transformer_book.book.identity import differences, identity
+    from transformer_book.book.execution.identity import differences, identity
 
     project = make_project(tmp_path / "p", {"plain": PLAIN})
     build = identity(project)
@@ -574,7 +576,7 @@ def test_the_fingerprint_names_a_source_file_that_differs(tmp_path):
 
 
 def test_the_executor_and_the_cache_are_chosen_by_mkdocs_yml_or_the_environment(tmp_path):
-    from transformer_book.book import config
+    from transformer_book.book.site import config
 
     cfg = config.BookConfig()
     cfg.load_dict({"executor": "dask://10.0.0.5:8786", "cache_dir": "s3://bucket/prefix/"})
@@ -591,7 +593,7 @@ def test_the_executor_and_the_cache_are_chosen_by_mkdocs_yml_or_the_environment(
 
 
 def test_an_unknown_executor_is_named() -> None:
-    from transformer_book.book.dask_executor import ExecutorUnavailable, scheduler_address
+    from transformer_book.book.execution.dask_executor import ExecutorUnavailable, scheduler_address
 
     assert scheduler_address("dask://10.0.0.5:8786") == "tcp://10.0.0.5:8786"
     with pytest.raises(ExecutorUnavailable, match="unknown executor 'spark://x'"):
@@ -599,7 +601,7 @@ def test_an_unknown_executor_is_named() -> None:
 
 
 def test_without_dask_the_error_names_the_pip_command(tmp_path, monkeypatch):
-    from transformer_book.book.dask_executor import DaskExecutor, ExecutorUnavailable
+    from transformer_book.book.execution.dask_executor import DaskExecutor, ExecutorUnavailable
 
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed → ImportError
     project = make_project(tmp_path / "p", {"plain": PLAIN})
@@ -610,7 +612,7 @@ def test_without_dask_the_error_names_the_pip_command(tmp_path, monkeypatch):
 def test_an_unreachable_scheduler_is_named(tmp_path):
     import socket
 
-    from transformer_book.book.dask_executor import DaskExecutor, ExecutorUnavailable
+    from transformer_book.book.execution.dask_executor import DaskExecutor, ExecutorUnavailable
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
@@ -624,7 +626,7 @@ def test_an_unreachable_scheduler_is_named(tmp_path):
 
 
 def test_a_shared_store_that_times_out_once_is_retried_and_one_that_keeps_failing_is_named(monkeypatch):
-    from transformer_book.book import store as store_module
+    from transformer_book.book.storage import store as store_module
 
     monkeypatch.setattr(store_module, "RETRY_SECONDS", (0.01, 0.01))
     storage = FsspecStore(f"memory://book-{uuid.uuid4().hex[:8]}/cache")

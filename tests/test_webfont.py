@@ -9,7 +9,7 @@ import pytest
 from fontTools.ttLib import TTFont
 
 from conftest import ROOT
-from transformer_book.book import webfont
+from transformer_book.book.site import webfont
 
 FONT = ROOT / "src" / "transformer_book" / "fonts" / "NotoSansCJKsc-Regular-GB2312.otf"
 

@@ -1,6 +1,6 @@
-"""``python -m transformer_book …``: the book engine's command line (:mod:`transformer_book.book.cli`)."""
+"""``python -m transformer_book …``: the book engine's command line (:mod:`transformer_book.book.cli.main`)."""
 
-from transformer_book.book.cli import main
+from transformer_book.book.cli.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

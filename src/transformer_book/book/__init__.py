@@ -1,44 +1,37 @@
 """The book engine: a MkDocs plugin that runs snippets and places their results in pages.
 
-Modules, one job each:
+This module is what snippets import (``Table``, ``Figure``, ``Value``, ``Claim``, ``Artifact``, ``artifact``,
+the comparisons, and ``record``/``claim`` for notebook pages). The engine is laid out by job:
 
-- ``results``     – what a snippet returns (``Table``, ``Figure``, ``Value``, ``Claim``, ``Block``, ``Artifact``)
-                    and the four kinds of number (exact, trained, measured, rounding);
-- ``compare``     – the comparisons that decide a claim (``greater``, ``below``, ``all_of`` …), with margins;
-- ``discover``    – finding snippets and notebook pages;
-- ``environment`` – versions, platform and numerical settings: cache keys and provenance;
-- ``artifacts``   – handing data (trained weights …) from one snippet to another, never as pickles;
-- ``notebook``    – notebook pages executed as snippets (``record()`` and ``claim()``);
-- ``worker``      – running one snippet in a fresh process with fixed seeds and threads;
-- ``pool``        – the worker processes (a forkserver with the heavy libraries loaded);
-- ``lifetime``    – a snippet process ends when the build (or worker) it works for ends;
-- ``cache``       – content-addressed, checksummed, data-only cache entries;
-- ``store``       – where the cache keeps its files: a local folder or a shared fsspec URL (``s3://…``);
-- ``dask_executor`` – snippets on a Dask cluster; ``identity`` – what a worker must share with the build;
-  ``fresh_process`` – one snippet in a new interpreter (for cluster workers);
-- ``files``       – atomic writes with ordinary permissions; file hashing;
-- ``records``     – committed records beside the snippets;
-- ``drift``       – the check of fresh results against records, by kind;
-- ``calibrate``   – tolerances for trained values, measured under perturbations;
-- ``pages``       – the page syntax: finding references;
-- ``render``      – results into Markdown; ``origin`` – where each shown result comes from (its popover);
-- ``page_notebook`` – a runnable notebook for every page; ``in_jupyter`` – what those notebooks call;
-- ``report``      – what the build says: drift, errors, record problems, timing;
-- ``session``     – one build: scheduling, cache, execution, checks;
-- ``project``     – the project's root and the one way to open a session on it;
-- ``config``      – the plugin's options and the Markdown extensions it needs;
-- ``plugin``      – the MkDocs events;
-- ``fix_notebook_html``, ``fix_search``, ``mathjax``, ``webfont`` – fixes and additions to the built site;
-- ``show``, ``cli`` – the terminal.
+- top level – what every room shares: ``results`` (what a snippet returns, the four kinds of number),
+  ``compare`` (the comparisons that decide a claim, with margins), ``plain`` (numpy/torch scalars → JSON
+  values), ``artifacts`` (data handed between snippets, never pickles), ``types`` (``Task``, ``Outcome``,
+  ``SnippetError``: what goes to an executor and comes back), ``discover`` (finding snippets), ``environment``
+  (versions and numerical settings: cache keys and provenance), ``files`` (atomic writes, hashing), and
+  ``session`` (one build: plan, cache, execute, check — the only module that uses every room);
+- ``execution/`` – running snippets: ``worker`` (one snippet in a fresh process, fixed seeds and threads, the
+  exact bytes it ran), ``pool`` (the local forkserver), ``fresh_process``, ``dask_executor`` and ``identity``
+  (a cluster), ``lifetime``, ``notebook`` (notebook pages as snippets), ``preload``/``forkserver_exit``;
+- ``storage/`` – keeping results: ``cache`` (content-addressed entries and blobs), ``store`` (a folder or an
+  fsspec URL);
+- ``checking/`` – ``records`` (committed beside each snippet), ``drift`` (fresh against recorded, by kind),
+  ``calibrate`` (tolerances from an ensemble of perturbations, validated held out), ``claim_index``,
+  ``report`` (what the terminal says);
+- ``rendering/`` – ``pages`` (the page syntax), ``render`` (results into Markdown), ``origin`` (where a shown
+  result comes from), ``page_notebook`` (a runnable notebook per page);
+- ``site/`` – MkDocs: ``plugin`` (event wiring), ``config`` (options), ``background`` (the build behind
+  ``serve``), ``dirty_pages``, and the site fixes ``fix_search``, ``fix_notebook_html``, ``mathjax``, ``webfont``;
+- ``cli/`` – ``main`` (``python -m transformer_book``), ``show``, ``project``, ``in_jupyter``.
 
-The engine knows nothing about Transformers, and imports nothing from the rest of ``transformer_book``.
+The data flow of one build is in the authors' guide (``docs/authoring.md``, “引擎的结构”). The engine knows
+nothing about Transformers, and imports nothing from the rest of ``transformer_book``.
 """
 
-from .artifacts import artifact
-from .notebook import claim, record
-from .compare import (above, all_of, any_of, at_least, at_most, below, between, decreasing, equal, greater,
+from transformer_book.book.artifacts import artifact
+from transformer_book.book.execution.notebook import claim, record
+from transformer_book.book.compare import (above, all_of, any_of, at_least, at_most, below, between, decreasing, equal, greater,
                       increasing, largest, less, non_decreasing, smallest, true)
-from .results import EXACT, MEASURED, ROUNDING, TRAINED, Artifact, Block, Claim, Figure, Table, Tolerance, Value
+from transformer_book.book.results import EXACT, MEASURED, ROUNDING, TRAINED, Artifact, Block, Claim, Figure, Table, Tolerance, Value
 
 __all__ = ["EXACT", "MEASURED", "ROUNDING", "TRAINED", "Artifact", "Block", "Claim", "Figure", "Table", "Tolerance",
            "Value", "artifact", "claim", "record",

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Sequence
 
-from .results import plain
+from transformer_book.book.plain import plain
 
 
 @dataclass

@@ -36,6 +36,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
+from transformer_book.book.compare import Comparison
+from transformer_book.book.plain import plain
+
 EXACT, TRAINED, MEASURED, ROUNDING = "exact", "trained", "measured", "rounding"
 KINDS = (EXACT, TRAINED, MEASURED, ROUNDING)
 NOT_COMPARED = (MEASURED, ROUNDING)  # recorded and shown, never compared as numbers: their claims are checked
@@ -109,26 +112,6 @@ _INDEX = re.compile(r"\[\d+\]")
 
 def series_of(path: str) -> str:
     return _INDEX.sub("", path)
-
-
-def plain(x: Any) -> Any:
-    """Turn numpy / torch scalars into plain Python values (records are JSON)."""
-    if x is None or type(x) in (bool, int, float, str):
-        return x
-    for kind in (bool, int, float, str):  # subclasses such as numpy.float64 become the plain type
-        if isinstance(x, kind):
-            return kind(x)
-    item = getattr(x, "item", None)
-    if callable(item):
-        try:
-            return plain(item())
-        except (TypeError, ValueError):
-            pass
-    if isinstance(x, (list, tuple)):
-        return [plain(v) for v in x]
-    if isinstance(x, dict):
-        return {str(k): plain(v) for k, v in x.items()}
-    raise TypeError(f"cannot record a value of type {type(x).__name__}: {x!r}")
 
 
 def format_number(value: Any, fmt: str | None) -> str:
@@ -382,7 +365,6 @@ class Claim(Result):
     type_name = "claim"
 
     def __init__(self, statement: str, check: Any, uncertain: str = "") -> None:
-        from .compare import Comparison
 
         if not isinstance(statement, str) or not statement.strip():
             raise ValueError("Claim: the first argument is the statement, in the words of the page")
@@ -420,7 +402,6 @@ class Claim(Result):
 
     @classmethod
     def from_data(cls, d: dict[str, Any]) -> "Claim":
-        from .compare import Comparison
 
         if "check" not in d:
             raise ValueError("a claim recorded without its comparison (an older record: accept it again)")

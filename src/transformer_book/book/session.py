@@ -19,13 +19,13 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from . import drift, records
-from .cache import Entry, cache_key, open_cache
-from .discover import Snippet, discover
-from .drift import Change
-from .files import FileHasher, atomic_write_text
-from .results import Result
-from .worker import Outcome, SnippetError, Task
+from transformer_book.book.checking import drift, records
+from transformer_book.book.storage.cache import Entry, cache_key, open_cache
+from transformer_book.book.discover import Snippet, discover
+from transformer_book.book.checking.drift import Change
+from transformer_book.book.files import FileHasher, atomic_write_text
+from transformer_book.book.results import Result
+from transformer_book.book.types import Outcome, SnippetError, Task
 
 
 def dependency_levels(requires: dict[str, list[str]]) -> list[list[str]]:
@@ -172,10 +172,10 @@ class BookSession:
         if self.executor_factory is not None:
             return self.executor_factory(options.workers)
         if options.executor != "local":
-            from .dask_executor import DaskExecutor
+            from transformer_book.book.execution.dask_executor import DaskExecutor
 
             return DaskExecutor(options.executor, self.cache, self.project_root, options.workers)
-        from .pool import LocalExecutor
+        from transformer_book.book.execution.pool import LocalExecutor
 
         return LocalExecutor(options.workers or None)
 

@@ -1,0 +1,174 @@
+"""Every claim beside the sentence that cites it: page:line, the sentence, the claim's statement, its comparison,
+margin and calibration — read from the records, so that a reviewer can check that each sentence says no more
+than its claim decides (``python -m transformer_book claims``)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from transformer_book.book.checking import records
+from transformer_book.book.rendering.pages import INLINE_RE, PageRefError, find_refs
+from transformer_book.book.results import Claim
+
+_SENTENCE_END = "。！？"  # a semicolon joins clauses of one sentence: a claim after it backs the whole sentence
+_BLOCK = re.compile(r"^(#|\||\?\?\?|!!!|```|\{\{[^}]*\}\}$)")  # headings, tables, admonitions, fences, a tag alone
+
+
+@dataclass
+class CitedClaim:
+    snippet: str
+    key: str
+    where: list[str]  # page:line of every citation
+    sentence: str  # the sentence before the first citation
+    claim: Claim | None  # None: the record has no such claim (build first)
+    calibration: dict[str, Any] | None
+
+    @property
+    def verdict(self) -> str:
+        if self.claim is None:
+            return "无记录"
+        if not self.claim.holds:
+            return "不成立"
+        if self.calibration is None:
+            return "未校准（输入是确定的数）" if self.claim.check.margin is not None or self.claim.check.combined else "离散事实"
+        if self.calibration.get("robust"):
+            return "稳健"
+        return "在噪声之内" + ("（句中已说明）" if self.claim.uncertain else "")
+
+    def margin_text(self) -> str:
+        if self.calibration is None:
+            return ""
+        parts = []
+        for path, a in (self.calibration.get("atoms") or {}).items():
+            spread = float(a.get("spread") or 0.0)
+            m = a.get("margin")
+            ratio = "∞" if m is None or spread == 0 else f"{float(m) / spread:.3g}"
+            parts.append(f"{path}: 余量 {m if m is None else format(float(m), '.4g')}，浮动 {spread:.3g}，"
+                         f"余量÷浮动 {ratio}，成立 {a.get('held')}")
+        return "；".join(parts)
+
+
+def _paragraph_sentence(lines: list[str], index: int, tag_start: int) -> str:
+    """The sentence that ends at a claim tag: from the previous sentence end (in the same paragraph) to the tag."""
+    start = index
+    while start > 0 and lines[start - 1].strip() and not _BLOCK.match(lines[start - 1].strip()):
+        start -= 1
+    before = " ".join(l.strip() for l in lines[start:index]) + " " + lines[index][:tag_start].strip()
+    before = re.sub(r"\{\{\s*claim [^}]*\}\}", "", before).replace("**", "")
+    cut = max(before.rstrip(_SENTENCE_END + " ").rfind(c) for c in _SENTENCE_END)
+    text = before[cut + 1:] if cut >= 0 else before
+    text = INLINE_RE.sub(lambda m: f"⟨{m['key']}⟩", text)
+    # links keep their text: their targets are relative to the page the sentence is on, not to a listing
+    text = re.sub(r"\[([^\]]*)\](\([^)]*\)|\[[^\]]*\])", r"\1", text)
+    return re.sub(r"\s+", " ", text.lstrip("-*> ")).strip()
+
+
+def citations(docs_dir: Path) -> Iterator[tuple[str, str, str, str]]:
+    """(snippet, key, page:line, sentence) for every ``{{ claim … }}`` in the book's pages."""
+    for md in sorted(docs_dir.rglob("*.md")):
+        page = md.relative_to(docs_dir).as_posix()
+        text = md.read_text(encoding="utf-8")
+        try:
+            refs = [r for r in find_refs(text, page) if r.kind == "claim"]
+        except PageRefError:
+            continue
+        lines = text.split("\n")
+        for ref in refs:
+            line = lines[ref.line - 1]
+            m = re.search(r"\{\{\s*claim\s+[^}]*?:" + re.escape(ref.key) + r"\s*\}\}", line)
+            yield ref.snippet, ref.key, ref.where, _paragraph_sentence(lines, ref.line - 1, m.start() if m else len(line))
+
+
+def index(docs_dir: Path, record_paths: dict[str, Path]) -> list[CitedClaim]:
+    """Every claim cited by a page, and every recorded claim no page cites (with an empty ``where``)."""
+    found: dict[tuple[str, str], CitedClaim] = {}
+    loaded: dict[str, dict[str, Any] | None] = {}
+
+    def record(sid: str) -> dict[str, Any] | None:
+        if sid not in loaded:
+            path = record_paths.get(sid)
+            loaded[sid] = records.load(path) if path is not None else None
+        return loaded[sid]
+
+    def claim_of(sid: str, key: str) -> Claim | None:
+        data = ((record(sid) or {}).get("results") or {}).get(key)
+        try:
+            return Claim.from_data(data) if data and data.get("type") == "claim" else None
+        except ValueError:  # an older record: listed as having none until it is accepted again
+            return None
+
+    for sid, key, where, sentence in citations(docs_dir):
+        if (sid, key) in found:
+            found[sid, key].where.append(where)
+            continue
+        found[sid, key] = CitedClaim(sid, key, [where], sentence, claim_of(sid, key),
+                                     records.claim_calibration(record(sid), key))
+    for sid in sorted(record_paths):
+        for key, data in ((record(sid) or {}).get("results") or {}).items():
+            if data.get("type") == "claim" and (sid, key) not in found:
+                found[sid, key] = CitedClaim(sid, key, [], "", claim_of(sid, key), records.claim_calibration(record(sid), key))
+    return list(found.values())
+
+
+def as_text(claims: list[CitedClaim]) -> str:
+    out = []
+    for c in claims:
+        out.append(f"{', '.join(c.where) or '（没有页面引用）'}  {c.snippet}:{c.key}  [{c.verdict}]")
+        out.append(f"  句子：{c.sentence}")
+        if c.claim is not None:
+            out.append(f"  说法：{c.claim.statement}")
+            out.append(f"  比较：{c.claim.check.describe()}")
+            if c.claim.uncertain:
+                out.append(f"  句中说明的不确定：{c.claim.uncertain}")
+        if c.margin_text():
+            out.append(f"  校准：{c.margin_text()}")
+    robust = sum(1 for c in claims if c.verdict == "稳健")
+    out.append(f"{len(claims)} 个说法；校准为稳健的 {robust} 个，在噪声之内的 "
+               f"{sum(1 for c in claims if c.verdict.startswith('在噪声之内'))} 个")
+    return "\n".join(out)
+
+
+def as_markdown(claims: list[CitedClaim], link_from: str | None = None) -> str:
+    """One Markdown table. ``link_from``: the page the table is placed on; each page:line becomes a link."""
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("{{", "{ {").replace("\n", " ")
+
+    def where(w: str) -> str:
+        if link_from is None:
+            return cell(w)
+        page = w.rsplit(":", 1)[0]
+        depth = link_from.count("/")
+        return f"[{cell(w)}]({'../' * depth}{page})"
+
+    rows = ["| 位置 | 句子 | 说法 | 比较 | 判定 |", "|---|---|---|---|---|"]
+    for c in claims:
+        rows.append("| " + " | ".join((
+            "<br>".join(where(w) for w in c.where) or "—", cell(c.sentence), cell(c.claim.statement) if c.claim else "—",
+            cell(c.claim.check.describe()) if c.claim else "—", cell(c.verdict))) + " |")
+    return "\n".join(rows)
+
+
+PAGE = "authoring-claims.md"  # the authors' guide page generated at each build (not a file in docs/)
+
+
+def page_markdown(claims: list[CitedClaim]) -> str:
+    """The authors' guide page: every claim beside its sentence, made from the records at build time."""
+    robust = sum(1 for c in claims if c.verdict == "稳健")
+    noisy = sum(1 for c in claims if c.verdict.startswith("在噪声之内"))
+    return "\n".join([
+        "# 说法一览",
+        "",
+        "这一页在每次构建时由记录生成，与 `python -m transformer_book claims --markdown` 的输出相同。"
+        "每一行是正文里的一个说法标签：它所在的 `页面:行号`，标签结束的那句话，说法本身，"
+        "判定它的比较（带这次记录的数和余量），以及校准给出的判定。"
+        "审读时逐行对照“句子”和“比较”：句子说的不能比比较核对的更多。"
+        "“在噪声之内（句中已说明）”的说法，余量不到扰动浮动的 3 倍，句子里必须写明这一点。",
+        "",
+        f"共 {len(claims)} 个说法；校准为稳健的 {robust} 个，在噪声之内的 {noisy} 个。",
+        "",
+        as_markdown(claims, link_from=PAGE),
+        "",
+    ])

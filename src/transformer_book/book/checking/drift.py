@@ -1,0 +1,152 @@
+"""The drift check: fresh results against their committed record, by kind.
+
+- *exact* numbers must stay within the tolerance the snippet declares (tight by default);
+- *trained* numbers within the band their calibration wrote into the record (never a guess); a trained
+  series that calibration could not band (its text changes, or a held-out run jumped outside the band of
+  the others: ``check`` ``varies``/``claims``) is not compared — the claims about it are;
+- *measured* and *rounding* numbers are never compared (only their presence); their claims are;
+- every *claim* must hold; and a claim that calibration found inside its noise (not robust) is reported
+  unless it says how its sentence states the uncertainty.
+Strings, booleans and ``None`` must be identical. A number that appears or disappears is a change too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from transformer_book.book.checking import records
+from transformer_book.book.results import DEFAULT_TOLERANCE, EXACT, NOT_COMPARED, TRAINED, Artifact, Claim, Number, Result, Tolerance, from_data
+
+
+@dataclass
+class Change:
+    """One difference between the record and a fresh run."""
+
+    snippet: str
+    result: str  # the result's name, e.g. "lookup"
+    path: str  # the number inside it, e.g. "lookup[0].输出"
+    old: Any
+    new: Any
+    tolerance: Tolerance | None = None
+    kind: str = "drift"  # "drift" | "added" | "removed" | "claim" | "noisy" | "kind"
+    value_kind: str = EXACT
+    claim: Claim | None = None
+
+    def describe(self) -> str:
+        if self.kind == "added":
+            return f"{self.path}: new value {self.new!r} (not in the record)"
+        if self.kind == "removed":
+            return f"{self.path}: recorded {self.old!r}, no longer produced"
+        if self.kind == "kind":
+            return f"{self.path}: recorded as {self.old}, now declared {self.new}"
+        if self.kind == "claim":
+            assert self.claim is not None
+            return f"claim {self.result!r} no longer holds: «{self.claim.statement}» ({self.claim.describe_inputs()})"
+        if self.kind == "noisy":
+            assert self.claim is not None
+            return (f"claim {self.result!r} is decided inside its noise: «{self.claim.statement}» — {self.new}; "
+                    "narrow the sentence to what holds robustly, or state the uncertainty in it and say how "
+                    "with Claim(…, uncertain=\"…\")")
+        tol = self.tolerance
+        if self.value_kind == TRAINED:
+            tol_text = f"calibrated abs {tol.abs:g}" if tol else "trained, not calibrated: exact default"
+        else:
+            tol_text = tol.describe() if tol else "exact"
+        return f"{self.path}: recorded {self.old!r}, now {self.new!r} (tolerance {tol_text})"
+
+
+def _same(old: Any, new: Any, tol: Tolerance) -> bool:
+    """Numbers within tolerance; strings, booleans and None must be identical."""
+    exact = (str, bool, type(None))
+    if isinstance(old, exact) or isinstance(new, exact):
+        return type(old) is type(new) and old == new
+    if not isinstance(old, (int, float)) or not isinstance(new, (int, float)):
+        return old == new  # a record that holds something else is compared as data, never crashes the build
+    return tol.allows(float(old), float(new))
+
+
+def _noise(record: dict[str, Any] | None, key: str, claim: Claim) -> str:
+    """Why calibration found this claim inside its noise ("" if it is robust or was never calibrated)."""
+    cal = records.claim_calibration(record, key)
+    if cal is None or cal.get("robust", True) or claim.uncertain:
+        return ""
+    atoms = cal.get("atoms", {})
+
+    def weakness(a: dict[str, Any]) -> tuple[int, float]:
+        held, _, runs = str(a.get("held", "")).partition("/")
+        flipped = int(held != runs)
+        m, spread = a.get("margin"), float(a.get("spread") or 0.0)
+        return (-flipped, float("inf") if m is None or spread == 0 else float(m) / spread)
+
+    worst = min(atoms.values(), key=weakness) if atoms else {}
+    return (f"margin {worst.get('margin')!r}, spread under calibration {float(worst.get('spread') or 0):.3g}, worst margin "
+            f"{worst.get('worst')!r}, held in {worst.get('held')} runs")
+
+
+def _recorded_numbers(key: str, rec: dict[str, Any]) -> dict[str, Number]:
+    if rec.get("type") == "claim":
+        return {}
+    if rec.get("type") == "block":
+        return {f"{key}.sha256": Number(f"{key}.sha256", rec.get("sha256"), rec.get("kind", EXACT), f"{key}.sha256")}
+    return {n.path: n for n in from_data({**rec, "tolerance": None}).numbers(key)}  # the snippet owns tolerances
+
+
+def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Result]) -> list[Change]:
+    """Every difference between a record and fresh results (empty list: no drift)."""
+    changes: list[Change] = []
+    recorded = (record or {}).get("results", {})
+    for key, result in results.items():
+        if isinstance(result, Artifact):
+            continue
+        rec = recorded.get(key)
+        if isinstance(result, Claim):
+            if not result.holds:
+                changes.append(Change(snippet, key, key, True, False, kind="claim", claim=result))
+            elif (noise := _noise(record, key, result)):
+                changes.append(Change(snippet, key, key, None, noise, kind="noisy", claim=result))
+            elif rec is None:
+                changes.append(Change(snippet, key, key, None, result.statement, kind="added"))
+            elif rec.get("type") != "claim" or rec.get("statement") != result.statement:
+                changes.append(Change(snippet, key, key, rec.get("statement", rec.get("type")), result.statement))
+            continue
+        old_numbers = _recorded_numbers(key, rec) if rec is not None else {}
+        tolerance = getattr(result, "tolerance", DEFAULT_TOLERANCE)
+        new_numbers = {n.path: n for n in result.numbers(key)}
+        for path, new in new_numbers.items():
+            old = old_numbers.get(path)
+            if old is None:
+                changes.append(Change(snippet, key, path, None, new.value, kind="added", value_kind=new.kind))
+                continue
+            if old.kind != new.kind:
+                changes.append(Change(snippet, key, path, old.kind, new.kind, kind="kind", value_kind=new.kind))
+                continue
+            if new.kind in NOT_COMPARED:
+                continue
+            tol: Tolerance | None = tolerance
+            if new.kind == TRAINED:
+                tol, not_compared = records.calibrated_tolerance(record, new.series)
+                if not_compared:
+                    continue
+            if not _same(old.value, new.value, tol or DEFAULT_TOLERANCE):
+                changes.append(Change(snippet, key, path, old.value, new.value, tol, value_kind=new.kind))
+        for path, old in old_numbers.items():
+            if path not in new_numbers:
+                changes.append(Change(snippet, key, path, old.value, None, kind="removed", value_kind=old.kind))
+    for key, rec in recorded.items():
+        if key not in results:
+            if rec.get("type") == "claim":
+                changes.append(Change(snippet, key, key, rec.get("statement"), None, kind="removed"))
+            for path, old in _recorded_numbers(key, rec).items():
+                changes.append(Change(snippet, key, path, old.value, None, kind="removed", value_kind=old.kind))
+    return changes
+
+
+def uncalibrated(record: dict[str, Any] | None, results: dict[str, Result]) -> list[str]:
+    """Trained series that the record holds no calibration for."""
+    series = {n.series for key, r in results.items() for n in r.numbers(key) if n.kind == TRAINED}
+    cal = (record or {}).get("calibration") or {}
+    missing = sorted(s for s in series if s not in cal.get("series", {}))
+    if series and "claims" in cal:  # a calibrated snippet: its claims' margins are calibrated too
+        missing += sorted(f"claim {k}" for k, r in results.items() if isinstance(r, Claim) and k not in cal["claims"])
+    return missing

@@ -1,0 +1,161 @@
+"""Committed records of every number a snippet produces, beside the snippet.
+
+A record lives beside its snippet (``snippets/lecture07/scaling_study.py`` →
+``snippets/lecture07/scaling_study.record.json``): human-readable JSON with
+
+- ``provenance`` — versions, platform, build machine, seed, threads, date, and how long the run took;
+- ``results`` — every result's numbers with its kind (exact / trained / measured) and, for exact numbers,
+  the tolerance the snippet declared (a widened one always with its reason); claims with the numbers they
+  were decided on;
+- ``calibration`` — for trained numbers, per series: the spread observed when the snippet was re-executed
+  under an ensemble of perturbations, the band derived from it and whether the band held out
+  (``check``: ``band``, or ``claims``/``varies`` when the series is checked only through its claims); per
+  claim, its margin's spread and whether it is robust; the calibration's own provenance and rule.
+
+Records change only through ``python -m transformer_book accept`` / ``calibrate`` (or, outside CI, when a
+snippet is new). The drift check against them is :mod:`.drift`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Any
+
+from transformer_book.book.environment import SEED, machine, numerical_settings, threads, versions
+from transformer_book.book.files import atomic_write_text
+from transformer_book.book.results import DEFAULT_ABS, DEFAULT_REL, TRAINED, Artifact, Result, Tolerance
+
+FORMAT = 2
+CALIBRATION_FACTOR = 3.0  # a calibrated tolerance is this many times the observed spread
+
+
+def load(path: Path) -> dict[str, Any] | None:
+    """The record at ``path``, or None if there is none. A malformed record is an error, not a miss."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{exc.lineno}: the record is not valid JSON ({exc.msg})") from exc
+    if not isinstance(data, dict) or "results" not in data:
+        raise ValueError(f"{path}: not a snippet record (no 'results')")
+    if data.get("format") != FORMAT:
+        raise ValueError(f"{path}: record format {data.get('format')!r}, expected {FORMAT} (rewrite it with accept)")
+    return data
+
+
+def provenance(seconds: float | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {**versions(), "machine": machine(), "seed": SEED, "threads": threads(),
+                           "date": _dt.date.today().isoformat()}
+    settings = {k: v for k, v in numerical_settings().items() if k != "BOOK_THREADS"}
+    if settings:
+        out["settings"] = settings
+    if seconds is not None:
+        out["seconds"] = round(seconds, 2)  # measured; used to schedule long snippets first
+    return out
+
+
+def build_record(snippet: str, results: dict[str, Result], seconds: float | None = None,
+                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A record of fresh results. The calibration of ``previous`` is kept for the series that still exist
+    (accepting a deliberate change does not throw away what calibration measured)."""
+    rec: dict[str, Any] = {
+        "format": FORMAT,
+        "snippet": snippet,
+        "provenance": provenance(seconds),
+        "results": {key: r.to_record() for key, r in results.items() if not isinstance(r, Artifact)},
+    }
+    cal = (previous or {}).get("calibration")
+    if cal:
+        trained = {n.series for key, r in results.items() for n in r.numbers(key) if n.kind == TRAINED}
+        kept = {s: v for s, v in cal.get("series", {}).items() if s in trained}
+        claims = {k: v for k, v in (cal.get("claims") or {}).items() if k in results}
+        if kept or claims:
+            rec["calibration"] = {**cal, "series": kept, **({"claims": claims} if "claims" in cal else {})}
+    return rec
+
+
+def calibrated_tolerance(record: dict[str, Any] | None, series: str) -> tuple[Tolerance | None, bool]:
+    """(tolerance, not compared) of a trained series from the record's calibration; (None, False) if
+    uncalibrated. A series that calibration could not band (``check`` is ``claims`` or ``varies``) is not
+    compared as a number: its claims are."""
+    entry = ((record or {}).get("calibration") or {}).get("series", {}).get(series)
+    if entry is None:
+        return None, False
+    tol = Tolerance(abs=max(float(entry.get("abs", 0.0)), DEFAULT_ABS), reason="calibrated")
+    check = entry.get("check", "varies" if entry.get("varies") else "band")
+    return tol, check != "band"
+
+
+def claim_calibration(record: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    """What calibration measured of a claim's margin (``robust``, and per atom margin, spread, worst, held)."""
+    return (((record or {}).get("calibration") or {}).get("claims") or {}).get(key)
+
+
+def problems(path: Path, record: dict[str, Any]) -> list[str]:
+    """What makes a record untrustworthy: widened tolerances with neither a reason nor a calibration."""
+    out = []
+    for key, rec in record.get("results", {}).items():
+        tol = rec.get("tolerance") or {}
+        widened = float(tol.get("rel", DEFAULT_REL)) > DEFAULT_REL or float(tol.get("abs", DEFAULT_ABS)) > DEFAULT_ABS
+        if widened and not str(tol.get("reason", "")).strip():
+            out.append(f"{path}: result {key!r} has a tolerance wider than the default and no reason")
+    cal = record.get("calibration")
+    if cal:
+        prov = cal.get("provenance") or {}
+        if not prov.get("date") or not prov.get("runs"):
+            out.append(f"{path}: the calibration block has no provenance (date, runs); rerun calibrate")
+        for series, entry in cal.get("series", {}).items():
+            if not isinstance(entry, dict):
+                out.append(f"{path}: calibration of series {series!r} is not an object")
+                continue
+            spread, tol = float(entry.get("spread", 0.0)), float(entry.get("abs", 0.0))
+            if tol > max(CALIBRATION_FACTOR * spread, DEFAULT_ABS) * (1 + 1e-9):
+                out.append(f"{path}: series {series!r} has a tolerance ({tol:g}) wider than "
+                           f"{CALIBRATION_FACTOR:g} × its calibrated spread ({spread:g})")
+    return out
+
+
+def deterministic_part(record: dict[str, Any]) -> dict[str, Any]:
+    """What two fresh runs on one machine must agree on: the record without what is measured (the run's
+    duration in the provenance, and the numbers of measured results)."""
+    from transformer_book.book.results import MEASURED, from_data
+
+    out = json.loads(json.dumps(record))
+    out.get("provenance", {}).pop("seconds", None)
+    for key, rec in out.get("results", {}).items():
+        result = from_data({**rec, "tolerance": None}) if rec.get("type") in ("value", "table", "figure") else None
+        if result is not None and MEASURED in result.kinds:
+            rec["measured"] = sorted(n.path for n in result.numbers(key) if n.kind == MEASURED)
+            if rec["type"] == "value":
+                rec.pop("value")
+            elif rec["type"] == "table":
+                cols = [i for i, c in enumerate(rec["columns"]) if (rec.get("kinds") or {}).get(c, rec["kind"]) == MEASURED]
+                rec["rows"] = [[None if i in cols else v for i, v in enumerate(row)] for row in rec["rows"]]
+            else:
+                rec.pop("plotted"), rec.pop("data")
+    return out
+
+
+def save(path: Path, record: dict[str, Any]) -> None:
+    atomic_write_text(path, dumps(record) + "\n")
+
+
+def dumps(obj: Any, indent: int = 0) -> str:
+    """JSON with lists of scalars kept on one line, so that a table row or a curve reads as one line."""
+    pad = "  " * indent
+    if isinstance(obj, dict):
+        if not obj:
+            return "{}"
+        items = [f'{pad}  {json.dumps(k, ensure_ascii=False)}: {dumps(v, indent + 1)}' for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(obj, list):
+        if all(not isinstance(v, (dict, list)) for v in obj):
+            return "[" + ", ".join(json.dumps(v, ensure_ascii=False) for v in obj) + "]"
+        items = [f"{pad}  {dumps(v, indent + 1)}" for v in obj]
+        return "[\n" + ",\n".join(items) + f"\n{pad}]"
+    return json.dumps(obj, ensure_ascii=False)

@@ -1,0 +1,453 @@
+"""Running one snippet inside a fresh worker process, with fixed seeds and threads; never raises.
+
+A fresh process per snippet is what lets us see exactly which project modules it imported (``sys.modules``
+after the run) and keeps one snippet's global state (seeds, rcParams, caches) away from the next. The
+process is forked from a server that has the heavy libraries loaded already (:mod:`.pool`), so it starts in
+milliseconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import io
+import logging
+import os
+import random
+import sys
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from transformer_book.book import artifacts
+from transformer_book.book.storage.cache import write_blob
+from transformer_book.book.environment import SEED, jitter_seed, measured_here, numerical_settings, threads
+from transformer_book.book.results import RESULT_TYPES, Artifact, Figure, Result, Value
+from transformer_book.book.types import NOTEBOOK_OUTPUT, Outcome, SnippetError, Task
+
+ENGINE_DIR = Path(__file__).resolve().parents[1]  # the whole engine: transformer_book/book/
+
+
+TIMEOUT_PER_BUDGET = 10  # a snippet that declares BUDGET_SECONDS = b and no timeout is stopped after 10 b
+
+
+class SnippetTimeout(BaseException):
+    """Raised inside a snippet that ran past its timeout (a BaseException: ``except Exception`` in the
+    snippet cannot swallow it)."""
+
+
+# --------------------------------------------------------------------------------------------------
+
+
+def seed_everything() -> None:
+    random.seed(SEED)
+    try:
+        import numpy as np
+
+        np.random.seed(SEED)
+    except ImportError:
+        pass
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.manual_seed(SEED)
+    n = threads()
+    torch.set_num_threads(n)
+    if "BOOK_THREADS" in numerical_settings():
+        # A perturbed run (calibration): the thread count holds even against code that sets its own,
+        # as the P08 notebook does for its Jupyter readers.
+        original = torch.set_num_threads
+        torch.set_num_threads = lambda _n: original(n)  # type: ignore[assignment]
+    if jitter_seed() is not None:
+        install_jitter(jitter_seed())
+
+
+def install_jitter(seed: int) -> None:
+    """A calibration perturbation (``BOOK_JITTER=<seed>``): before every optimiser step, every parameter
+    element moves by one ulp, up or down at random (a generator of its own, seeded by ``seed``).
+
+    That is what another reduction order does to a training — the same arithmetic rounded differently, by
+    about an ulp, at every step — and the training amplifies it exactly as it would amplify a platform's
+    difference. Unlike naming a machine, each seed is an independent draw, so an ensemble of them measures
+    the spread instead of sampling it once. It touches no random stream the snippet uses (data order, dropout,
+    sampling keep their seeds), only the parameters' last bits."""
+    import torch
+    from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+    generator = torch.Generator().manual_seed(seed)
+
+    def nudge(optimizer: Any, args: Any, kwargs: Any) -> None:
+        with torch.no_grad():
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if not p.is_floating_point():
+                        continue
+                    up = torch.rand(p.shape, generator=generator) < 0.5
+                    target = torch.where(up, torch.tensor(float("inf"), dtype=p.dtype),
+                                         torch.tensor(float("-inf"), dtype=p.dtype))
+                    p.copy_(torch.nextafter(p, target))
+
+    register_optimizer_step_pre_hook(nudge)
+
+
+def _prepare_matplotlib() -> None:
+    try:
+        import matplotlib
+    except ImportError:
+        return
+    matplotlib.use("Agg", force=True)
+    matplotlib.rcdefaults()
+    # Deterministic SVG: fixed ids, no timestamp; text as paths so no font is needed in the browser.
+    matplotlib.rcParams["svg.hashsalt"] = "transformer-book"
+    matplotlib.rcParams["svg.fonttype"] = "path"
+
+
+# What this process executed or read, hashed when it was read: {resolved path: sha256}. Filled by the
+# loader of project modules (the bytes it compiled), by the snapshot of modules already loaded when a task
+# starts (the engine, preloaded by the forkserver), and by data files hashed before ``compute()`` reads them.
+# A file changed while a snippet runs therefore no longer matches its entry, and the next build reruns it.
+_EXECUTED: dict[str, str] = {}
+
+
+def _remember(path: Path, data: bytes | None = None) -> None:
+    from transformer_book.book.files import sha256_bytes
+
+    key = str(path)
+    if key in _EXECUTED:
+        return
+    try:
+        _EXECUTED[key] = sha256_bytes(data if data is not None else path.read_bytes())
+    except OSError:
+        _EXECUTED[key] = "missing"
+
+
+def _module_files(root: Path | None) -> Iterable[tuple[Path, Any]]:
+    """(file, module) of every loaded module whose code shapes a result: the project's and the engine's
+    (only the engine's when ``root`` is None: the forkserver knows no project yet)."""
+    for name, mod in list(sys.modules.items()):
+        if name == "__main__":
+            continue  # the program that started the run (``python -m transformer_book run``), not the snippet's
+        f = getattr(mod, "__file__", None)
+        if not isinstance(f, str) or not os.path.isabs(f):
+            continue  # some extension modules report a bare file name
+        p = Path(f).resolve()
+        if p.suffix == ".py" and (p.is_relative_to(ENGINE_DIR) or (root is not None and _is_tracked(p, root))):
+            yield p, mod
+
+
+def _snapshot_loaded(root: Path) -> None:
+    """Hash the modules already loaded before the snippet starts (the forkserver preloads the engine): what
+    they are now is what this process runs."""
+    for p, _ in _module_files(root):
+        _remember(p)
+
+
+def _is_tracked(path: Path, root: Path) -> bool:
+    if path.is_relative_to(ENGINE_DIR) or path.is_relative_to(root / ".venv") or "site-packages" in path.parts:
+        return False
+    return path.is_relative_to(root)
+
+
+def _declared_data(mod: Any) -> list[Path]:
+    """A project module may declare the data files it reads (fonts, corpora) in ``BOOK_DATA_FILES``."""
+    declared = mod.__dict__.get("BOOK_DATA_FILES", ())
+    if not isinstance(declared, (list, tuple)):
+        return []
+    return [Path(extra).resolve() for extra in declared if isinstance(extra, str)]
+
+
+def _dependencies(task: Task, data_files: Iterable[str]) -> dict[str, str]:
+    """Every project and engine source file the snippet ran, plus the data files declared, each with the hash
+    of the bytes that were used (:data:`_EXECUTED`); a file first seen here is hashed now."""
+    root = Path(task.project_root).resolve()
+    files: set[Path] = set()
+    for p, mod in _module_files(root):
+        if p != Path(task.path).resolve():
+            files.add(p)
+        files.update(_declared_data(mod))
+    files.update((root / d).resolve() for d in data_files)
+    deps = {}
+    for p in sorted(files):
+        _remember(p)
+        rel = p.relative_to(root).as_posix() if p.is_relative_to(root) else str(p)
+        deps[rel] = _EXECUTED[str(p)]
+    return deps
+
+
+def _locate(exc: BaseException, snippet_path: Path, project_root: Path) -> SnippetError:
+    tb = traceback.extract_tb(exc.__traceback__)
+    text = "".join(traceback.format_exception(exc))
+    message = "".join(traceback.format_exception_only(exc)).strip()
+    snippet_frames = [f for f in tb if Path(f.filename).resolve() == snippet_path]
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == snippet_path:
+        line = exc.lineno or 0
+    elif snippet_frames:
+        line = snippet_frames[-1].lineno or 0
+    else:
+        line = 0
+    deepest = ""
+    project_frames = [
+        f for f in tb if Path(f.filename).resolve().is_relative_to(project_root) and Path(f.filename).resolve() != snippet_path
+    ]
+    if project_frames and snippet_frames and tb[-1] is not snippet_frames[-1]:
+        f = project_frames[-1]
+        deepest = f"{Path(f.filename).resolve().relative_to(project_root).as_posix()}:{f.lineno}"
+    rel = snippet_path.relative_to(project_root).as_posix() if snippet_path.is_relative_to(project_root) else str(snippet_path)
+    return SnippetError(message=message, file=rel, line=line, traceback=text, deepest=deepest)
+
+
+def finalize_figure(fig: Figure) -> None:
+    """Render the matplotlib figure to SVG and extract the numbers it plots; drop the live object."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    mfig = fig.figure
+    buf = io.StringIO()
+    mfig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    fig.svg = buf.getvalue()
+    plotted: dict[str, Any] = {}
+    for a, ax in enumerate(mfig.axes):
+        axd: dict[str, Any] = {}
+        for i, line in enumerate(ax.get_lines()):
+            x, y = np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+            axd[f"line{i}"] = {"x": x.tolist(), "y": y.tolist()}
+        for i, container in enumerate(getattr(ax, "containers", [])):
+            heights = [p.get_height() for p in container.patches] if hasattr(container, "patches") else []
+            if heights:
+                axd[f"bars{i}"] = [float(h) for h in heights]
+        for i, img in enumerate(ax.get_images()):
+            axd[f"image{i}"] = np.asarray(img.get_array(), float).tolist()
+        for i, coll in enumerate(ax.collections):
+            arr = getattr(coll, "get_array", lambda: None)()
+            offs = coll.get_offsets() if hasattr(coll, "get_offsets") else None
+            if arr is not None:
+                axd[f"mesh{i}"] = np.asarray(arr, float).tolist()
+            elif offs is not None and len(offs):
+                axd[f"points{i}"] = np.asarray(offs, float).tolist()
+        if axd:
+            plotted[f"ax{a}"] = axd
+    fig.plotted = plotted
+    plt.close(mfig)
+    fig.figure = None
+
+
+class _MissingGlyphs(logging.Handler):
+    """Collects mathtext's "Font 'default' does not have a glyph" messages (logged, not warned)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        msg = record.getMessage()
+        if "does not have a glyph" in msg:
+            self.messages.append(msg)
+
+
+class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
+    """Loads a module from its source, ignoring any .pyc, and writes none (see :func:`_compile_from_source`)."""
+
+    def get_code(self, fullname: str) -> Any:
+        path = self.get_filename(fullname)
+        data = self.get_data(path)
+        _remember(Path(path).resolve(), data)  # the hash of exactly what is compiled
+        return self.source_to_code(data, path)
+
+    def exec_module(self, module: Any) -> None:
+        super().exec_module(module)
+        for extra in _declared_data(module):  # hashed as soon as they are known, before compute() reads them
+            _remember(extra)
+
+
+class _ProjectSourceFinder(importlib.abc.MetaPathFinder):
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+            return None
+        if not _is_tracked(Path(spec.origin).resolve(), self.root):
+            return None
+        spec.loader = _FreshSourceLoader(fullname, spec.origin)
+        return spec
+
+
+def _compile_from_source(task: Task) -> None:
+    """A .pyc is trusted if the source's mtime (whole seconds) and size match, so an edit that keeps the
+    size within the same second would run stale code; and a .pyc written next to a watched source makes
+    ``mkdocs serve`` rebuild twice. Project modules are small: compile them from source, write no bytecode;
+    libraries keep their bytecode caches."""
+    sys.dont_write_bytecode = True
+    sys.meta_path.insert(0, _ProjectSourceFinder(Path(task.project_root).resolve()))
+
+
+def _run_script(task: Task, path: Path, out: Outcome) -> tuple[dict[str, Any], list[str]]:
+    """Import a snippet file and call its compute(); returns the results and its DATA_FILES.
+
+    Like ``python snippet.py``, the snippet's folder comes first on ``sys.path``: a snippet can import a
+    helper module that sits beside it (files beginning with ``_`` are helpers, not snippets)."""
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location(f"book_snippet_{task.snippet.replace('/', '_')}", path)
+
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    source = task.source or path.read_bytes()
+    exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)  # the bytes the key hashed
+    out.budget = getattr(module, "BUDGET_SECONDS", None)
+    arm(timeout_of(module, task))
+    data_files = [str(d) for d in getattr(module, "DATA_FILES", [])]
+    root = Path(task.project_root).resolve()
+    for d in data_files:  # hashed before compute() reads them
+        _remember((root / d).resolve())
+    compute: Callable[[], Any] | None = getattr(module, "compute", None)
+    if not callable(compute):
+        raise TypeError(f"{task.snippet}: a snippet must define compute() returning a dict of results")
+    results = compute()
+    check_results(task.snippet, results)
+    return results, data_files
+
+
+def timeout_of(module: Any, task: Task) -> float:
+    """``TIMEOUT_SECONDS`` if the snippet declares it; else 10 × ``BUDGET_SECONDS``; else the build's default."""
+    declared = getattr(module, "TIMEOUT_SECONDS", None)
+    if isinstance(declared, (int, float)) and not isinstance(declared, bool) and declared > 0:
+        return float(declared)
+    budget = getattr(module, "BUDGET_SECONDS", None)
+    if isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget > 0:
+        return TIMEOUT_PER_BUDGET * float(budget)
+    return task.timeout
+
+
+_STARTED = 0.0  # when the running task started (perf_counter), for the timeout
+
+
+def arm(seconds: float) -> None:
+    """Stop the snippet ``seconds`` after its task started (SIGALRM in the main thread; elsewhere, none)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return
+    if seconds <= 0:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SnippetTimeout(f"the snippet ran longer than its timeout of {seconds:g} s "
+                             f"(TIMEOUT_SECONDS; stopped after {time.perf_counter() - _STARTED:.1f} s)")
+
+    signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, max(0.001, seconds - (time.perf_counter() - _STARTED)))
+
+
+def _run_notebook(path: Path, source: bytes) -> dict[str, Any]:
+    """Execute a notebook page; its recorded values plus the executed notebook as an artifact."""
+    from transformer_book.book.execution.notebook import execute as execute_notebook
+
+    recorded, executed = execute_notebook(path, source.decode("utf-8") if source else None)
+    return {**recorded, NOTEBOOK_OUTPUT: Artifact(executed)}
+
+
+def _notebook_error(exc: Any, path: Path, root: Path) -> SnippetError:
+    orig = exc.original
+    return SnippetError(
+        message="".join(traceback.format_exception_only(orig)).strip(),
+        file=path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path),
+        line=exc.line,
+        traceback="".join(traceback.format_exception(orig)),
+        cell=exc.cell,
+    )
+
+
+def run_snippet(task: Task, capture: bool = True) -> Outcome:
+    """Execute one snippet (or notebook page) in this (fresh) process and return its results — never raises.
+
+    ``capture=False`` lets the snippet print to the terminal (``python -m transformer_book run``).
+    """
+    from transformer_book.book.execution.notebook import NotebookCellError
+
+    global _STARTED
+    path = Path(task.path).resolve()
+    root = Path(task.project_root).resolve()
+    out = Outcome(snippet=task.snippet)
+    start = _STARTED = time.perf_counter()
+    _snapshot_loaded(root)
+    arm(task.timeout)  # until the snippet's own declaration is known
+    data_files: list[str] = []
+    glyphs = _MissingGlyphs()
+    logging.getLogger("matplotlib").addHandler(glyphs)
+    _compile_from_source(task)
+    provided: dict[str, dict[str, str]] = {}
+    for sid, name, file in task.requires:
+        provided.setdefault(sid, {})[name] = file
+    artifacts.provide(provided)
+    try:
+        seed_everything()
+        _prepare_matplotlib()
+        with warnings.catch_warnings():
+            # A Chinese label drawn in a font without the glyph would show as a box: fail instead.
+            warnings.filterwarnings("error", message=r"Glyph \d+ .*missing from font")
+            with contextlib.redirect_stdout(io.StringIO()) if capture else contextlib.nullcontext():
+                if path.suffix == ".ipynb":
+                    results = _run_notebook(path, task.source)
+                else:
+                    results, data_files = _run_script(task, path, out)
+                for key, value in results.items():
+                    if isinstance(value, Figure):
+                        finalize_figure(value)
+                    elif isinstance(value, Artifact):
+                        out.artifacts[key] = write_blob(Path(task.blob_dir), artifacts.encode(value.value))
+                        results[key] = Artifact()
+                if glyphs.messages:
+                    raise ValueError(
+                        "a figure has characters no font can draw (mathtext cannot fall back to the Chinese "
+                        "font: keep Chinese and $math$ in separate labels): " + "; ".join(sorted(set(glyphs.messages))[:5])
+                    )
+        out.results = results
+    except NotebookCellError as exc:
+        out.error = _notebook_error(exc, path, root)
+    except BaseException as exc:  # noqa: BLE001 - everything is reported, with its location
+        out.error = _locate(exc, path, root)
+    finally:
+        arm(0)
+        logging.getLogger("matplotlib").removeHandler(glyphs)
+    out.seconds = time.perf_counter() - start
+    out.measured_on = measured_here()
+    try:
+        out.deps = _dependencies(task, data_files)
+    except Exception as exc:  # noqa: BLE001
+        out.error = out.error or SnippetError(f"cannot hash dependencies: {exc}", task.snippet, 0, "")
+    return out
+
+
+def check_results(snippet: str, results: Any) -> None:
+    if not isinstance(results, dict) or not results:
+        raise TypeError(f"{snippet}: compute() must return a non-empty dict {{name: Table | Figure | Value | Claim}}")
+    for key, value in results.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise TypeError(f"{snippet}: result names must be identifiers, got {key!r}")
+        if not isinstance(value, RESULT_TYPES):
+            names = ", ".join(t.__name__ for t in RESULT_TYPES)
+            raise TypeError(f"{snippet}: result {key!r} is a {type(value).__name__}, not one of {names}")
+        if isinstance(value, Value) and not isinstance(value.value, (bool, int, float, str)):
+            raise TypeError(f"{snippet}: Value {key!r} holds a {type(value.value).__name__} ({value.value!r:.60}); a "
+                            "Value is one number, string or boolean in a sentence — use a Table for several")
+
+
+def _snapshot_engine() -> None:
+    """The forkserver imports this module while it preloads: hash the engine modules loaded so far now, for
+    they are the code every snippet process forked from it runs — even if a file is saved later."""
+    for p, _ in _module_files(None):
+        _remember(p)
+
+
+_snapshot_engine()

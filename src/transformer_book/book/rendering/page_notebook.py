@@ -1,0 +1,241 @@
+"""A runnable notebook for every page that shows results, written beside the page in the site.
+
+The notebook is the page: its prose as Markdown cells, with the generated numbers filled in; before the
+first result of each snippet, a code cell with the snippet's code exactly as the build runs it (then
+``results[...] = run(compute)``); where the page places a table, figure or block, a cell that shows it; after
+a paragraph with inline numbers, a cell that shows those numbers. Long trainings (and the models that other
+snippets ``REQUIRES``) are taken from the book's result cache by :func:`.in_jupyter.built`, in a cell that
+says so and how to retrain. The format is written with ``nbformat``; the cells run with
+:mod:`.in_jupyter`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from transformer_book.book.rendering import pages
+from transformer_book.book.results import MEASURED, Result, Value, format_number
+
+LONG_SECONDS = 20.0  # a snippet that took longer in the build is read from the cache, not rerun
+
+ADMONITION = re.compile(r'^(?P<indent>[ \t]*)(?:!!!|\?\?\?\+?)\s+(?P<type>[\w-]+)(?:\s+"(?P<title>[^"]*)")?\s*$')
+TITLES = {"note": "注", "tip": "提示", "warning": "注意", "abstract": "摘要", "success": "答案", "question": "问题",
+          "failure": "失败", "info": "说明", "example": "例子"}
+AUTOREF = re.compile(r"\[([^\]]+)\]\[[\w.]+\]")
+PAGE_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\((?![a-z]+://)[^)]*\)")
+BLOCK_MARK = re.compile(r"^(?:> ?)*\x00(\d+)\x00\s*$")
+INLINE_MARK = re.compile(r"\x01(\d+)\x02")
+
+
+@dataclass
+class SnippetView:
+    """What the notebook needs of one snippet: where its code is, what it requires, how long it takes."""
+
+    sid: str
+    path: Path
+    requires: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    results: dict[str, Result] | None = None  # None: not computed (numbers show as ⟨snippet:key⟩)
+
+
+def _blockquote(lines: list[str]) -> list[str]:
+    """Admonitions (``!!! tip "标题"`` + indented body) as blockquotes with a bold title, which Jupyter renders."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = ADMONITION.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = len(m["indent"].expandtabs(4))
+        title = m["title"] if m["title"] is not None else TITLES.get(m["type"], m["type"])
+        body: list[str] = []
+        i += 1
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) >= indent + 4):
+            body.append(lines[i][indent + 4:] if lines[i].strip() else "")
+            i += 1
+        while body and not body[-1].strip():
+            trailing = body.pop()
+            del trailing
+        inner = _blockquote(body)
+        quoted = [m["indent"] + "> " + f"**{title}**" if title else m["indent"] + ">", m["indent"] + ">"]
+        quoted += [m["indent"] + ("> " + b if b.strip() else ">") for b in inner]
+        out.extend(quoted)
+        out.append("")
+    return out
+
+
+def _plain_links(text: str) -> str:
+    """Links to other pages of the site mean nothing in a downloaded notebook: keep their text."""
+    return PAGE_LINK.sub(r"\1", AUTOREF.sub(r"\1", text))
+
+
+def _value_text(ref: pages.Ref, view: SnippetView | None) -> str:
+    result = (view.results or {}).get(ref.key) if view is not None else None
+    if not isinstance(result, Value):
+        return f"⟨{ref.snippet}:{ref.key}⟩"
+    text = format_number(result.value, ref.fmt if ref.fmt is not None else result.fmt)
+    return text + ("（实测）" if result.kind == MEASURED else "")
+
+
+def _name(sid: str, part: str) -> str:
+    return sid.split("/", 1)[1] if sid.startswith(part + "/") else sid
+
+
+class _Writer:
+    def __init__(self, part: str, snippets: dict[str, SnippetView], shown_source: Any) -> None:
+        import nbformat.v4 as v4
+
+        self.v4 = v4
+        self.part = part
+        self.snippets = snippets
+        self.shown_source = shown_source
+        self.cells: list[Any] = []
+        self.defined: set[str] = set()
+        self.required: set[str] = set()
+
+    def md(self, text: str) -> None:
+        text = text.strip("\n")
+        if text.strip():
+            self.cells.append(self.v4.new_markdown_cell(text))
+
+    def code(self, text: str) -> None:
+        self.cells.append(self.v4.new_code_cell(text.strip("\n")))
+
+    def key(self, sid: str) -> str:
+        return repr(_name(sid, self.part)).replace("'", '"')
+
+    def define(self, sid: str) -> None:
+        """The cells that compute a snippet's results (once per notebook)."""
+        if sid in self.defined:
+            return
+        self.defined.add(sid)
+        view = self.snippets[sid]
+        rel = f"snippets/{sid}.py"
+        source = self.shown_source(view.path)
+        if view.seconds > LONG_SECONDS:  # read from the cache, with whatever it requires
+            self.md(f"`{rel}` 在书的构建里用了约 {view.seconds:.0f} 秒。它的代码如下；下一格不重跑它，"
+                    "直接从本书的结果缓存里取出构建时的结果（没有缓存时会在这里算一遍）。"
+                    "想自己重新算，把 `retrain=False` 改成 `retrain=True`。\n\n"
+                    f"```python\n{source}\n```")
+            self.code(f'results[{self.key(sid)}] = built(["{sid}"], retrain=False)["{sid}"]')
+            return
+        need = [r for r in view.requires if r not in self.required]
+        if need:
+            self.required.update(need)
+            seconds = sum(self.snippets[r].seconds for r in need if r in self.snippets)
+            names = "、".join(f"`{r}`" for r in need)
+            self.md(f"下面的 `{rel}` 要用 {names} 训练好的模型。下一格从本书的结果缓存里取出它们"
+                    f"（本机还没有构建过本书时会先训练，书的构建里约用了 {seconds:.0f} 秒）；"
+                    "想亲手重新训练，把 `retrain=False` 改成 `retrain=True`。")
+            self.code(f"built({need!r}, retrain=False);".replace("'", '"'))
+        self.code(f"# {rel}：书在构建时运行的就是这段代码。改一改再运行，看结果怎么变。\n\n"
+                  f"{source}\n\nresults[{self.key(sid)}] = run(compute)")
+
+    def show(self, sid: str, keys: list[str], fmts: dict[str, str]) -> None:
+        self.define(sid)
+        args = ", ".join(f'"{k}"' for k in keys)
+        extra = f', fmt={fmts!r}'.replace("'", '"') if fmts else ""
+        self.code(f'show(results[{self.key(sid)}], {args}, snippet="{sid}"{extra})')
+
+
+def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict[str, SnippetView],
+          shown_source: Any) -> Any | None:
+    """The notebook of a page (an ``nbformat`` notebook), or None if the page shows no results."""
+    import nbformat.v4 as v4
+
+    part = page.split("/", 1)[0]
+    refs: list[pages.Ref] = []
+
+    def mark(ref: pages.Ref) -> str:
+        if ref.kind in ("source", "claim") or ref.snippet not in snippets:
+            return "" if ref.kind in ("source", "claim") else f"⟨{ref.snippet}:{ref.key}⟩"
+        refs.append(ref)
+        n = len(refs) - 1
+        if ref.kind == "value":
+            return f"{_value_text(ref, snippets.get(ref.snippet))}\x01{n}\x02"
+        return f"\x00{n}\x00"
+
+    text = pages.render(markdown, page, line_offset, mark)
+    if not refs:
+        return None
+    w = _Writer(part, snippets, shown_source)
+    lines = text.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and lines[first].startswith("# "):  # the page's title comes first
+        w.md(lines[first])
+        text = "\n".join(lines[first + 1:])
+    w.md(f"> 这是「{title}」一页的可运行版本，由本书的构建生成：正文与网页相同；每个表、图和数字之前的代码格，"
+         f"就是书在构建时运行的片段（`snippets/{part}/…`），原样照抄。在本书的项目目录里按 README 装好环境，"
+         "打开它从上到下运行即可；改一改参数再运行，看结果怎么变。")
+    w.code("# 先运行这一格：与书的构建相同的随机种子和线程数，片段旁边的辅助模块（_*.py）也能导入。\n"
+           "from transformer_book.book.cli.in_jupyter import built, run, setup, show\n\n"
+           f'setup("{part}")\nresults = {{}}')
+
+    buffer: list[str] = []
+
+    def flush() -> None:
+        chunk = "\n".join(buffer)
+        buffer.clear()
+        inline = [refs[int(n)] for n in INLINE_MARK.findall(chunk)]
+        w.md(_plain_links(INLINE_MARK.sub("", chunk)))
+        by_snippet: dict[str, list[pages.Ref]] = {}
+        for ref in inline:
+            by_snippet.setdefault(ref.snippet, []).append(ref)
+        for sid, rs in by_snippet.items():
+            keys = list(dict.fromkeys(r.key for r in rs))
+            fmts = {r.key: r.fmt for r in rs if r.fmt is not None}
+            w.show(sid, keys, fmts)
+
+    for line in _blockquote(text.split("\n")):
+        block = BLOCK_MARK.match(line)
+        if block:
+            flush()
+            ref = refs[int(block.group(1))]
+            if ref.caption:
+                w.md(f"**{_plain_links(ref.caption)}**")
+            w.show(ref.snippet, [ref.key], {})
+            continue
+        if re.match(r"^#{1,6} ", line) and buffer:
+            flush()
+        buffer.append(line)
+    flush()
+    nb = v4.new_notebook(cells=w.cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["transformer_book"] = {"page": page, "snippets": sorted(w.defined)}
+    return nb
+
+
+# -- in the site ----------------------------------------------------------------------------------------
+
+DOWNLOAD_ICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 24 24">'
+                 '<path d="M5 20h14v-2H5m14-9h-4V3H9v6H5l7 7z"/></svg>')  # Material Design's "download"
+
+
+def site_location(page_url: str, src_uri: str) -> tuple[str, str]:
+    """(folder in the site, file name) of a page's notebook: beside the page's ``index.html``."""
+    folder = page_url if page_url.endswith("/") or not page_url else page_url.rsplit("/", 1)[0] + "/"
+    return folder, Path(src_uri).stem + ".ipynb"
+
+
+def download_button(file_name: str) -> str:
+    """A page action like Material's edit button, floated at the top right of the page."""
+    return (f'<a href="{file_name}" download class="md-content__button md-icon book-notebook-download" '
+            f'title="下载本页的 Jupyter notebook（可运行）">{DOWNLOAD_ICON}</a>')
+
+
+def write(site_dir: Path, folder: str, file_name: str, notebook: Any) -> Path:
+    import nbformat
+
+    from transformer_book.book.files import atomic_write_text
+
+    nbformat.validate(notebook)
+    target = site_dir / folder / file_name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, nbformat.writes(notebook))
+    return target

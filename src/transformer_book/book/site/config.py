@@ -1,0 +1,99 @@
+"""The plugin's configuration (``plugins: - book:`` in ``mkdocs.yml``) and its environment overrides.
+
+Every switch can be overridden by an environment variable, so that the same ``mkdocs.yml`` serves authors
+and CI:
+
+==================  =====================  ===============================================================
+option              environment            meaning
+==================  =====================  ===============================================================
+``execute``         ``BOOK_EXECUTE=0``     plain build: run nothing, show placeholders (for benchmarks)
+``fresh``           ``BOOK_FRESH=1``       ignore cached results, execute every snippet
+``ci``              ``BOOK_CI=1``          fresh, and a missing/orphaned record, any drift, a claim that
+                                           no longer holds or an uncalibrated trained value fails
+``workers``         ``BOOK_WORKERS=N``     parallel snippet processes (default: one per BOOK_THREADS cores)
+``cache_dir``       ``BOOK_CACHE_DIR``     where results are cached: a folder, or a shared fsspec URL
+                                           (``s3://bucket/prefix``, ``file:///shared/dir``)
+``executor``        ``BOOK_EXECUTOR``      ``local`` (processes on this machine) or ``dask://host:port``
+                                           (a Dask cluster, docs/authoring-cluster.md)
+(none)              ``BOOK_ONLY=a/*,b/x``  run only these snippets (globs); others show placeholders
+==================  =====================  ===============================================================
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from mkdocs.config import base
+from mkdocs.config import config_options as c
+
+from transformer_book.book.session import Options
+from transformer_book.book.storage.store import cache_location
+
+# What the engine's output needs from Python-Markdown: code folds and placeholders are ``??? example`` /
+# ``!!! note`` blocks (admonition + pymdownx.details), code inside them needs superfences, figures and
+# captions are HTML with ``markdown="span"`` (md_in_html), results are Markdown tables (tables).
+REQUIRED_EXTENSIONS = {
+    "admonition": "code folds and placeholders (!!! / ???)",
+    "pymdownx.details": "the collapsible ??? code folds",
+    "pymdownx.superfences": "code listings inside the folds",
+    "md_in_html": 'figures and captions (markdown="span")',
+    "tables": "generated tables",
+}
+
+
+class BookConfig(base.Config):
+    snippets_dir = c.Type(str, default="snippets")
+    cache_dir = c.Type(str, default=".book-cache")  # a path relative to mkdocs.yml, or a URL
+    executor = c.Type(str, default="local")  # "local" or "dask://host:port"
+    report_dir = c.Type(str, default=".book-cache/report")
+    execute = c.Type(bool, default=True)
+    fresh = c.Type(bool, default=False)
+    ci = c.Type(bool, default=False)
+    workers = c.Type(int, default=0)
+    # Seconds after which a snippet that declares neither TIMEOUT_SECONDS nor BUDGET_SECONDS is stopped
+    # (one that declares BUDGET_SECONDS = b is stopped after 10 b): a hang fails the build, naming it.
+    timeout = c.Type((int, float), default=1800)
+    mathjax = c.Type(bool, default=True)
+    # A Chinese font (OTF/TTF) cut to the characters the site uses and shipped as WOFF2; "" = none.
+    webfont = c.Type((str, bool), default="")  # a path relative to mkdocs.yml; false or "" = none
+    # Modules the worker forkserver imports up front (besides torch, numpy, matplotlib). The default is what
+    # a training snippet imports anyway: the first optimiser step pulls in torch._dynamo (~1 s per process
+    # otherwise). A module that is not installed is skipped.
+    preload = c.ListOfItems(c.Type(str), default=["torch.optim", "torch._dynamo"])
+    watch = c.ListOfItems(c.Type(str), default=["src", "snippets", "data"])
+
+
+def env_flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
+    value = environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() not in ("0", "false", "no", "off")
+
+
+def options(cfg: BookConfig, environ: Mapping[str, str] = os.environ) -> Options:
+    ci = env_flag(environ, "BOOK_CI", cfg.ci)
+    return Options(
+        execute=env_flag(environ, "BOOK_EXECUTE", cfg.execute),
+        fresh=env_flag(environ, "BOOK_FRESH", cfg.fresh) or ci,
+        ci=ci,
+        workers=int(environ.get("BOOK_WORKERS") or cfg.workers),
+        executor=environ.get("BOOK_EXECUTOR") or cfg.executor,
+        timeout=float(cfg.timeout),
+        # CI always runs everything; an author may build just the part being written.
+        select=() if ci else tuple(p.strip() for p in environ.get("BOOK_ONLY", "").split(",") if p.strip()),
+    )
+
+
+def cache_dir(cfg: BookConfig, project_root: Path, environ: Mapping[str, str] = os.environ) -> Path | str:
+    return cache_location(environ.get("BOOK_CACHE_DIR") or cfg.cache_dir, project_root)
+
+
+def missing_extensions(mkdocs_config: Any) -> list[str]:
+    """The Markdown extensions the engine's output needs that ``markdown_extensions`` does not list."""
+    names = set()
+    for ext in mkdocs_config.markdown_extensions:
+        name = ext if isinstance(ext, str) else getattr(ext, "__module__", "")
+        names.add(name.removeprefix("markdown.extensions."))
+    return [f"{name} ({why})" for name, why in REQUIRED_EXTENSIONS.items() if name not in names]

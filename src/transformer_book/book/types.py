@@ -1,0 +1,53 @@
+"""What passes between the build and the processes that run snippets: a ``Task`` out, an ``Outcome`` back,
+and, when a snippet fails, its ``SnippetError`` (``file:line`` in the snippet). Plain data, picklable, so
+every executor (the local pool, a fresh interpreter, a Dask worker) sends the same thing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from transformer_book.book.results import Result
+
+NOTEBOOK_OUTPUT = "executed_notebook"  # the artifact that carries a notebook's executed copy
+
+
+@dataclass
+class SnippetError:
+    """Where and why a snippet failed: ``file:line`` of the innermost frame in the snippet itself."""
+
+    message: str  # "ValueError: …"
+    file: str
+    line: int
+    traceback: str
+    deepest: str = ""  # innermost project frame, when the error was raised inside the library
+    cell: int | None = None  # for a notebook: which code cell (1-based)
+
+    def location(self) -> str:
+        if self.cell is not None:
+            return f"{self.file}:cell {self.cell}:{self.line}"
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class Outcome:
+    snippet: str
+    results: dict[str, Result] = field(default_factory=dict)  # artifacts appear as empty Artifact()
+    artifacts: dict[str, str] = field(default_factory=dict)  # artifact name -> sha256 of its blob
+    deps: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0
+    error: SnippetError | None = None
+    budget: float | None = None
+    measured_on: str = ""  # the machine that ran it and the day: "AMD EPYC，2 核，Linux-x86_64，2026-12-03"
+
+
+@dataclass(frozen=True)
+class Task:
+    snippet: str
+    path: str
+    project_root: str
+    blob_dir: str  # where this snippet's artifacts are written
+    requires: tuple[tuple[str, str, str], ...] = ()  # (required snippet, artifact name, blob file)
+    # The bytes the cache key was computed from: these are what runs, whatever the file holds by then.
+    # Empty: read the file (``python -m transformer_book run`` on a file being written).
+    source: bytes = b""
+    timeout: float = 0.0  # seconds, when the snippet declares neither TIMEOUT_SECONDS nor BUDGET_SECONDS; 0: none
