@@ -308,3 +308,26 @@ def test_stopping_a_build_kills_its_running_snippet_and_starts_no_queued_one(pro
         raise AssertionError(f"snippet process {pid} is still running")
     state = found["state"]
     assert state.snippets["part/b"].status == "error" and "interrupted" in state.snippets["part/b"].error.message
+
+
+def test_a_record_edited_into_the_wrong_shape_fails_naming_its_file_and_key(tmp_path: Path) -> None:
+    """A record is JSON people edit and merge: a list where the drift check reads a number is refused when the
+    record is loaded, naming the file and the key — not a TypeError in a later build."""
+    import pytest
+
+    from transformer_book.book.checking import records
+    from transformer_book.book.results import Table, Value
+
+    path = tmp_path / "x.record.json"
+    records.save(path, records.build_record("part/x", {"n": Value(3, "d"), "t": Table(["a"], [[1.0]])}))
+    assert records.load(path)["results"]["n"]["value"] == 3
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["results"]["n"]["value"] = [1, 2]
+    data["results"]["t"]["tolerance"] = {"rel": "wide"}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError) as err:
+        records.load(path)
+    message = str(err.value)
+    assert str(path) in message
+    assert "results → n → value: [1, 2] is not of type" in message
+    assert "results → t → tolerance → rel: 'wide' is not of type 'number'" in message

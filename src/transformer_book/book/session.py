@@ -9,6 +9,7 @@ first.
 
 from __future__ import annotations
 
+import graphlib
 import heapq
 import threading
 import json
@@ -29,22 +30,26 @@ from transformer_book.book.types import Outcome, SnippetError, Task
 
 
 def dependency_levels(requires: dict[str, list[str]]) -> list[list[str]]:
-    """Snippets grouped so that each group needs only earlier groups (``REQUIRES``); cycles are errors."""
-    depth: dict[str, int] = {}
-
-    def visit(sid: str, path: tuple[str, ...]) -> int:
-        if sid in path:
-            raise ValueError("REQUIRES forms a cycle: " + " → ".join((*path, sid)))
-        if sid not in depth:
-            depth[sid] = 1 + max((visit(r, (*path, sid)) for r in requires.get(sid, []) if r in requires), default=-1)
-        return depth[sid]
-
-    for sid in requires:
-        visit(sid, ())
-    levels: list[list[str]] = [[] for _ in range(max(depth.values(), default=-1) + 1)]
-    for sid in sorted(requires):
-        levels[depth[sid]].append(sid)
+    """Snippets grouped so that each group needs only earlier groups (``REQUIRES``); a cycle is an error
+    naming it. (Requirements that are not snippets are left to the build, which names them.)"""
+    graph = snippet_graph(requires, set(requires))
+    levels = []
+    while graph.is_active():
+        ready = sorted(graph.get_ready())
+        levels.append(ready)
+        graph.done(*ready)
     return levels
+
+
+def snippet_graph(requires: dict[str, list[str]], selected: set[str]) -> graphlib.TopologicalSorter:
+    """The graph of the selected snippets (an edge per ``REQUIRES`` inside the selection), prepared: a cycle
+    raises ``ValueError`` naming it."""
+    graph = graphlib.TopologicalSorter({sid: [r for r in requires[sid] if r in selected] for sid in selected})
+    try:
+        graph.prepare()
+    except graphlib.CycleError as exc:
+        raise ValueError("REQUIRES forms a cycle: " + " → ".join(reversed(exc.args[1]))) from None
+    return graph
 
 
 def closure(wanted: set[str], requires: dict[str, list[str]]) -> set[str]:
@@ -126,6 +131,125 @@ class Executor(Protocol):
 Progress = Callable[[str, SnippetState], None]
 
 
+class _Run:
+    """One build's schedule. ``graphlib.TopologicalSorter`` hands out each snippet once everything it requires is
+    settled; a handed-out snippet is answered from the cache, marked pending or failed at once, or queued — the
+    free workers take the queued snippet with the longest critical path first (the reverse under the
+    ``BOOK_ORDER=reverse`` perturbation). A snippet is done in the graph when it is settled, so what waits for it
+    is handed out next."""
+
+    def __init__(self, session: BookSession, found: dict[str, Snippet], requires: dict[str, list[str]],
+                 bad_requires: dict[str, str], selected: set[str], options: Options, progress: Progress | None,
+                 execute_missing: bool) -> None:
+        self.session, self.found, self.requires, self.bad_requires = session, found, requires, bad_requires
+        self.options, self.progress, self.execute_missing = options, progress, execute_missing
+        self.selected = selected
+        self.graph = snippet_graph(requires, selected)
+        self.states: dict[str, SnippetState] = {}
+        self.entries: dict[str, Entry] = {}
+        self.keys: dict[str, str] = {}
+        self.priority = critical_paths({s: requires[s] for s in selected}, session.expected_times(found))
+        self.reverse = os.environ.get("BOOK_ORDER", "") == "reverse"  # a calibration perturbation
+        self.queue: list[tuple[float, str, Task]] = []
+        self.running: dict[Future, tuple[str, Task]] = {}
+        self.fresh = options.fresh or options.ci
+
+    def settle(self, sid: str, state: SnippetState) -> None:
+        self.states[sid] = state
+        if self.progress is not None:
+            self.progress(sid, state)
+        self.graph.done(sid)
+
+    def fail(self, sid: str, msg: str) -> None:
+        snip = self.found[sid]
+        self.settle(sid, SnippetState(snip, "error", error=SnippetError(msg, _rel(snip.path, self.session.project_root),
+                                                                        0, msg)))
+
+    def release(self) -> None:
+        """Hand out every snippet whose requirements are settled; settling one may release the next."""
+        while ready := sorted(self.graph.get_ready()):
+            for sid in ready:
+                self.look_up(sid)
+
+    def look_up(self, sid: str) -> None:
+        snip, reqs = self.found[sid], self.requires[sid]
+        states = self.states
+        unknown = [r for r in reqs if r not in self.found]
+        if sid in self.bad_requires:
+            self.fail(sid, self.bad_requires[sid])
+        elif unknown:
+            self.fail(sid, f"REQUIRES names no snippet: {', '.join(unknown)}")
+        elif any(states[r].status == "error" for r in reqs):
+            self.fail(sid, f"required snippet(s) failed: {', '.join(r for r in reqs if states[r].status == 'error')}")
+        elif any(states[r].status == "pending" for r in reqs):
+            self.settle(sid, SnippetState(snip, "pending"))
+        else:
+            source = snip.path.read_bytes()  # read once: what the key hashes is what the worker runs
+            key = self.keys[sid] = cache_key(snip, snip.source(source), {r: self.entries[r].fingerprint for r in reqs})
+            options = self.options
+            rerun = self.fresh and (options.ci or not options.fresh_only or sid in options.fresh_only)
+            entry = None if rerun else self.session.cache.load(sid, key)
+            if entry is not None:
+                self.entries[sid] = entry
+                self.settle(sid, SnippetState(snip, "cached", entry.seconds, entry.results, None, entry.budget, key))
+            elif not self.execute_missing:
+                self.settle(sid, SnippetState(snip, "pending", key=key))
+            else:
+                cache = self.session.cache
+                provided = tuple((r, name, file) for r in reqs for name, file in cache.artifact_files(self.entries[r]).items())
+                task = Task(sid, str(snip.path), str(self.session.project_root), str(cache.blob_dir(sid)), provided,
+                            source=source, timeout=options.timeout)
+                rank = self.priority.get(sid, 1.0)
+                heapq.heappush(self.queue, (rank if self.reverse else -rank, sid, task))
+
+    def collect(self, sid: str, out: Outcome) -> None:
+        snip, key = self.found[sid], self.keys[sid]
+        if out.error is not None:
+            self.settle(sid, SnippetState(snip, "error", out.seconds, {}, out.error, out.budget, key))
+            return
+        entry = Entry(key, sid, out.deps, out.results, out.seconds, out.budget, out.artifacts, out.measured_on)
+        self.session.cache.store(entry)
+        self.entries[sid] = entry
+        self.settle(sid, SnippetState(snip, "ran", out.seconds, out.results, None, out.budget, key))
+
+    def go(self) -> None:
+        session, stopping = self.session, self.session._stopping
+        if not session._live:
+            stopping.clear()  # stop() ends the builds that were running then, not the next one
+        executor: Executor | None = None
+        completed = False
+        try:
+            self.release()
+            while (self.queue or self.running) and not stopping.is_set():
+                if self.queue and executor is None:
+                    executor = session._executor(self.options)
+                    session._live.add(executor)
+                while self.queue and len(self.running) < getattr(executor, "workers", 1):
+                    _, sid, task = heapq.heappop(self.queue)
+                    self.running[executor.submit(task)] = (sid, task)
+                done, _ = wait(list(self.running), return_when=FIRST_COMPLETED)
+                if stopping.is_set():
+                    break  # what ended now was killed by stop(): reported as interrupted below
+                for fut in done:
+                    sid, task = self.running.pop(fut)
+                    self.collect(sid, executor.outcome(task, fut))
+                self.release()
+            completed = not stopping.is_set()
+        finally:
+            if executor is not None:
+                session._live.discard(executor)
+                # a failed or interrupted build (Ctrl-C, an error, :meth:`stop`) leaves no snippet process running
+                executor.close() if completed else executor.abort()
+        for sid, _task in self.running.values():
+            self.fail(sid, "stopped: the build was interrupted while it ran")
+        for _, sid, _task in self.queue:
+            self.fail(sid, "stopped: the build was interrupted before it ran")
+        for sid in sorted(self.selected - set(self.states)):  # waiting for one of those
+            self.states[sid] = SnippetState(self.found[sid], "error", error=SnippetError(
+                "required snippet(s) were not run", _rel(self.found[sid].path, session.project_root), 0,
+                "required snippet(s) were not run"))
+
+
 class BookSession:
     """Holds what survives between builds of one ``mkdocs serve``: file hashes and the cache."""
 
@@ -185,7 +309,7 @@ class BookSession:
 
         ``execute_missing=False`` executes nothing: what the cache cannot answer is reported as ``"pending"``
         (with the key it needs, when that is known) — ``mkdocs serve`` renders those pages at once and lets a
-        background build fill them in (:mod:`.background`)."""
+        background build fill them in (:mod:`.site.background`)."""
         found = self.discover()
         requires: dict[str, list[str]] = {}
         bad_requires: dict[str, str] = {}
@@ -194,7 +318,7 @@ class BookSession:
                 requires[sid] = snip.requires()
             except ValueError as exc:  # that snippet's error, not the whole build's
                 requires[sid], bad_requires[sid] = [], str(exc)
-        dependency_levels(requires)  # raises on a cycle
+        snippet_graph(requires, set(requires))  # a cycle anywhere is an error, even outside the selection
         if only is not None:
             unknown = [s for s in only if s not in found]
             if unknown:
@@ -203,113 +327,12 @@ class BookSession:
         if options.select:
             wanted = {sid for sid in wanted if any(fnmatch(sid, p) for p in options.select)}
         selected = closure(wanted, requires) if options.execute else set()
-        states: dict[str, SnippetState] = {}
+        run = _Run(self, found, requires, bad_requires, selected, options, progress, execute_missing)
         if only is None:
             for sid in set(found) - selected:
-                states[sid] = SnippetState(found[sid], "skipped")
-
-        entries: dict[str, Entry] = {}
-        fresh = options.fresh or options.ci
-        priority = critical_paths({s: requires[s] for s in selected}, self.expected_times(found))
-        reverse = os.environ.get("BOOK_ORDER", "") == "reverse"  # a calibration perturbation
-        queue: list[tuple[float, str, Task]] = []
-        keys: dict[str, str] = {}
-        unresolved = set(selected)
-        running: dict[Future, tuple[str, Task]] = {}
-        executor: Executor | None = None
-
-        def settle(sid: str, state: SnippetState) -> None:
-            states[sid] = state
-            if progress is not None:
-                progress(sid, state)
-
-        def fail(sid: str, msg: str) -> None:
-            snip = found[sid]
-            settle(sid, SnippetState(snip, "error", error=SnippetError(msg, _rel(snip.path, self.project_root), 0, msg)))
-
-        def resolve_ready() -> None:
-            progressed = True
-            while progressed:
-                progressed = False
-                for sid in sorted(unresolved):
-                    reqs = requires[sid]
-                    if sid in bad_requires:
-                        fail(sid, bad_requires[sid])
-                    elif any(r in states and states[r].status == "error" for r in reqs):
-                        failed = [r for r in reqs if states[r].status == "error"]
-                        fail(sid, f"required snippet(s) failed: {', '.join(failed)}")
-                    elif any(r in states and states[r].status == "pending" for r in reqs):
-                        settle(sid, SnippetState(found[sid], "pending"))
-                    elif all(r in entries for r in reqs):
-                        snip = found[sid]
-                        source = snip.path.read_bytes()  # read once: what the key hashes is what the worker runs
-                        keys[sid] = cache_key(snip, snip.source(source), {r: entries[r].fingerprint for r in reqs})
-                        rerun = fresh and (options.ci or not options.fresh_only or sid in options.fresh_only)
-                        entry = None if rerun else self.cache.load(sid, keys[sid])
-                        if entry is not None:
-                            entries[sid] = entry
-                            settle(sid, SnippetState(snip, "cached", entry.seconds, entry.results, None, entry.budget,
-                                                     keys[sid]))
-                        elif not execute_missing:
-                            settle(sid, SnippetState(snip, "pending", key=keys[sid]))
-                        else:
-                            provided = tuple((r, name, file) for r in reqs
-                                             for name, file in self.cache.artifact_files(entries[r]).items())
-                            task = Task(sid, str(snip.path), str(self.project_root), str(self.cache.blob_dir(sid)), provided,
-                                        source=source, timeout=options.timeout)
-                            rank = priority.get(sid, 1.0)
-                            heapq.heappush(queue, (rank if reverse else -rank, sid, task))
-                    else:
-                        continue
-                    unresolved.discard(sid)
-                    progressed = True
-
-        if not self._live:
-            self._stopping.clear()  # stop() ends the builds that were running then, not the next one
-        completed = False
-        try:
-            resolve_ready()
-            while (queue or running) and not self._stopping.is_set():
-                if queue and executor is None:
-                    executor = self._executor(options)
-                    self._live.add(executor)
-                workers = getattr(executor, "workers", 1)
-                while queue and len(running) < workers:
-                    _, sid, task = heapq.heappop(queue)
-                    assert executor is not None
-                    running[executor.submit(task)] = (sid, task)
-                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
-                if self._stopping.is_set():
-                    break  # what ended now was killed by stop(): reported as interrupted below
-                for fut in done:
-                    sid, task = running.pop(fut)
-                    assert executor is not None
-                    out = executor.outcome(task, fut)
-                    snip = found[sid]
-                    if out.error is not None:
-                        settle(sid, SnippetState(snip, "error", out.seconds, {}, out.error, out.budget, keys[sid]))
-                        continue
-                    entry = Entry(keys[sid], sid, out.deps, out.results, out.seconds, out.budget, out.artifacts,
-                                  out.measured_on)
-                    self.cache.store(entry)
-                    entries[sid] = entry
-                    settle(sid, SnippetState(snip, "ran", out.seconds, out.results, None, out.budget, keys[sid]))
-                resolve_ready()
-            completed = not self._stopping.is_set()
-        finally:
-            if executor is not None:
-                self._live.discard(executor)
-                # a failed or interrupted build (Ctrl-C, an error, :meth:`stop`) leaves no snippet process running
-                executor.close() if completed else executor.abort()
-        for sid, _task in running.values():
-            fail(sid, "stopped: the build was interrupted while it ran")
-        for _, sid, _task in queue:
-            fail(sid, "stopped: the build was interrupted before it ran")
-            unresolved.discard(sid)
-        for sid in unresolved:  # only possible if a requirement is outside the selection
-            fail(sid, "required snippet(s) were not run")
-
-        state = BuildState(dict(sorted(states.items())), entries=entries)
+                run.states[sid] = SnippetState(found[sid], "skipped")
+        run.go()
+        state = BuildState(dict(sorted(run.states.items())), entries=run.entries)
         self._check_records(state, options, complete=only is None and not options.select)
         return state
 

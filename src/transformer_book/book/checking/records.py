@@ -18,11 +18,13 @@ snippet is new). The drift check against them is :mod:`.drift`.
 
 from __future__ import annotations
 
+import copy
 import datetime as _dt
 import json
 from pathlib import Path
 from typing import Any
 
+from transformer_book.book.checking import record_schema
 from transformer_book.book.environment import SEED, machine, numerical_settings, threads, versions
 from transformer_book.book.files import atomic_write_text
 from transformer_book.book.results import DEFAULT_ABS, DEFAULT_REL, TRAINED, Artifact, Result, Tolerance
@@ -31,8 +33,21 @@ FORMAT = 2
 CALIBRATION_FACTOR = 3.0  # a calibrated tolerance is this many times the observed spread
 
 
+_LOADED: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}  # path -> ((mtime_ns, size), validated record)
+
+
 def load(path: Path) -> dict[str, Any] | None:
-    """The record at ``path``, or None if there is none. A malformed record is an error, not a miss."""
+    """The record at ``path``, or None if there is none. A malformed record is an error, not a miss.
+
+    Parsed and validated once per version of the file (a build reads each record from several places:
+    scheduling, the drift check, the pages); callers get their own copy."""
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    seen = _LOADED.get(path)
+    if seen is not None and seen[0] == (stat.st_mtime_ns, stat.st_size):
+        return copy.deepcopy(seen[1])
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -45,7 +60,9 @@ def load(path: Path) -> dict[str, Any] | None:
         raise ValueError(f"{path}: not a snippet record (no 'results')")
     if data.get("format") != FORMAT:
         raise ValueError(f"{path}: record format {data.get('format')!r}, expected {FORMAT} (rewrite it with accept)")
-    return data
+    record_schema.validate(path, data)  # the shape drift and render read, checked here, naming file and key
+    _LOADED[path] = ((stat.st_mtime_ns, stat.st_size), data)
+    return copy.deepcopy(data)
 
 
 def provenance(seconds: float | None = None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ says so and how to retrain. The format is written with ``nbformat``; the cells r
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +108,7 @@ class _Writer:
         self.cells.append(self.v4.new_code_cell(text.strip("\n")))
 
     def key(self, sid: str) -> str:
-        return repr(_name(sid, self.part)).replace("'", '"')
+        return json.dumps(_name(sid, self.part), ensure_ascii=False)  # a Python string literal, whatever the name holds
 
     def define(self, sid: str) -> None:
         """The cells that compute a snippet's results (once per notebook)."""

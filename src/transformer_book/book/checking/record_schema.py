@@ -1,0 +1,94 @@
+"""The one declared shape of a record (JSON Schema), checked whenever a record is loaded.
+
+A record is hand-reviewable JSON that people edit, merge and resolve conflicts in; what the drift check reads
+from it must have the shape it expects, or the build would fail later with a ``TypeError`` far from the cause
+(a list where a number belongs, a tolerance that is a string). ``validate`` names the file and the key:
+``snippets/x.record.json: results → lookup → value: [1, 2] is not of type 'number', …``.
+
+The schema describes format 2 (``records.FORMAT``). Free-form parts (``provenance``, a figure's ``data``, a
+claim's comparison, calibration's ``atoms`` and ``held_out``) are checked for being objects, no deeper: they
+are written by the engine and read with defaults.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+SCALAR = {"type": ["number", "string", "boolean", "null"]}
+KIND = {"enum": ["exact", "trained", "measured", "rounding"]}
+TOLERANCE = {"type": ["object", "null"], "properties": {"rel": {"type": "number", "minimum": 0},
+                                                         "abs": {"type": "number", "minimum": 0},
+                                                         "reason": {"type": "string"}}}
+RESULT = {
+    "type": "object",
+    "required": ["type"],
+    "properties": {"type": {"enum": ["value", "table", "figure", "claim", "block"]}},
+    "allOf": [
+        {"if": {"properties": {"type": {"const": "value"}}},
+         "then": {"required": ["kind", "value"],
+                  "properties": {"kind": KIND, "value": SCALAR, "fmt": {"type": ["string", "null"]},
+                                 "tolerance": TOLERANCE}}},
+        {"if": {"properties": {"type": {"const": "table"}}},
+         "then": {"required": ["kind", "columns", "rows"],
+                  "properties": {"kind": KIND, "columns": {"type": "array", "items": {"type": "string"}},
+                                 "rows": {"type": "array", "items": {"type": "array", "items": SCALAR}},
+                                 "kinds": {"type": "object", "additionalProperties": KIND},
+                                 "tolerance": TOLERANCE}}},
+        {"if": {"properties": {"type": {"const": "figure"}}},
+         "then": {"required": ["kind"],
+                  "properties": {"kind": KIND, "data": {"type": "object"}, "plotted": {"type": "object"},
+                                 "tolerance": TOLERANCE}}},
+        {"if": {"properties": {"type": {"const": "claim"}}},
+         "then": {"required": ["statement", "holds", "check"],
+                  "properties": {"statement": {"type": "string"}, "holds": {"type": "boolean"},
+                                 "check": {"type": "object"}, "uncertain": {"type": "string"}}}},
+        {"if": {"properties": {"type": {"const": "block"}}},
+         "then": {"required": ["sha256"], "properties": {"sha256": {"type": "string"}, "kind": KIND}}},
+    ],
+}
+SERIES = {"type": "object", "required": ["spread", "abs"],
+          "properties": {"spread": {"type": "number", "minimum": 0}, "abs": {"type": "number", "minimum": 0},
+                         "check": {"enum": ["band", "claims", "varies"]}, "why": {"type": "string"}}}
+SCHEMA = {
+    "type": "object",
+    "required": ["format", "snippet", "provenance", "results"],
+    "properties": {
+        "format": {"const": 2},
+        "snippet": {"type": "string"},
+        "provenance": {"type": "object"},
+        "results": {"type": "object", "additionalProperties": RESULT},
+        "calibration": {"type": "object",
+                        "properties": {"provenance": {"type": "object"},
+                                       "series": {"type": "object", "additionalProperties": SERIES},
+                                       "claims": {"type": "object", "additionalProperties": {
+                                           "type": "object", "properties": {"robust": {"type": "boolean"},
+                                                                            "atoms": {"type": "object"}}}},
+                                       "held_out": {"type": "object"}}},
+    },
+}
+_VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+
+
+def problems(record: Any) -> list[str]:
+    """Every place where ``record`` departs from the schema: ``key → key: what is wrong``, deepest first."""
+    out = []
+    for error in sorted(_VALIDATOR.iter_errors(record), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = " → ".join(str(p) for p in error.absolute_path) or "(the whole record)"
+        out.append(f"{where}: {_short(error)}")
+    return out
+
+
+def validate(path: Path, record: Any) -> None:
+    """Raise ``ValueError`` naming the file and each key whose value does not have the declared shape."""
+    found = problems(record)
+    if found:
+        raise ValueError(f"{path}: the record does not have the shape the engine reads — " + "; ".join(found[:5])
+                         + (f"; and {len(found) - 5} more" if len(found) > 5 else ""))
+
+
+def _short(error: jsonschema.ValidationError) -> str:
+    message = error.message
+    return message if len(message) <= 160 else message[:157] + "…"
