@@ -13,7 +13,7 @@ from conftest import ROOT, build_book
 pytestmark = pytest.mark.slow
 
 
-def test_the_book_builds_fresh_with_every_result_matching_its_record_while_every_core_is_busy(built_site: Path) -> None:
+def test_the_book_builds_fresh_with_every_result_matching_its_record_while_the_machine_is_loaded(built_site: Path) -> None:
     """The fixture built it under load (conftest.busy_cores); here: the pages are there."""
     assert (built_site / "index.html").exists()
     assert (built_site / "lecture07" / "s02-self-attention" / "index.html").exists()
