@@ -28,6 +28,7 @@ A snippet id without a ``/`` is looked up in the folder of ``snippets/`` that ha
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from dataclasses import dataclass
@@ -112,7 +113,16 @@ def _inline_ref(m: re.Match[str], page: str, lineno: int) -> Ref:
 
 
 def find_refs(markdown: str, page: str, line_offset: int = 0) -> list[Ref]:
-    """All references in a page, in order. A malformed ``{{ …`` raises with page:line."""
+    """All references in a page, in order. A malformed ``{{ …`` raises with page:line.
+
+    A page's text is parsed once: the build asks for the same page's references several times (where each
+    result is shown, the claim index, the page itself), and gets the first answer again while the text is
+    the same."""
+    return list(_parsed(markdown, page, line_offset))
+
+
+@functools.lru_cache(maxsize=512)
+def _parsed(markdown: str, page: str, line_offset: int) -> tuple[Ref, ...]:
     refs: list[Ref] = []
     for i, line, in_code in _prose_lines(markdown):
         if in_code:
@@ -139,7 +149,7 @@ def find_refs(markdown: str, page: str, line_offset: int = 0) -> list[Ref]:
                     '{{ claim snippet:key }} inline, or {{ table|figure|block snippet:key "caption" }} / '
                     "{{ source snippet }} on a line of its own",
                 )
-    return refs
+    return tuple(refs)
 
 
 Renderer = Callable[[Ref], str]
@@ -193,3 +203,17 @@ def usage(docs_dir: Path) -> dict[tuple[str, str], list[str]]:
         for ref in refs:
             found.setdefault((ref.snippet, ref.key), []).append(ref.where)
     return found
+
+
+def front_matter_lines(abs_src_path: str | None, markdown: str) -> int:
+    """How many lines MkDocs removed from the top of the page's file (YAML front matter): added to every
+    line number a reference reports, so that ``page:line`` is the line in the file."""
+    if not abs_src_path:
+        return 0
+    try:
+        raw = Path(abs_src_path).read_text(encoding="utf-8-sig")
+    except OSError:
+        return 0
+    probe = markdown[:200]
+    idx = raw.find(probe) if probe else -1
+    return raw.count("\n", 0, idx) if idx > 0 else 0

@@ -2,7 +2,7 @@
 
 This class only wires events to the modules that do the work: :mod:`.config` (options), :mod:`.session`
 (running and checking snippets), :mod:`.render` (results into Markdown), :mod:`.report` (what the build
-says), and the site fixes (:mod:`.fix_notebook_html`, :mod:`.fix_search`, :mod:`.mathjax`, :mod:`.webfont`).
+says), and the site fixes (:mod:`.fix_notebook_html`, :mod:`.fix_search`, :mod:`.mathjax`, and the web font: :mod:`.site_font`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from mkdocs.structure.files import File, Files
 
 from transformer_book.book.checking import claim_index
 from transformer_book.book.site import config as book_config
-from transformer_book.book.site import fix_notebook_html, fix_search, mathjax, webfont
+from transformer_book.book.site import fix_notebook_html, fix_search, mathjax
+from transformer_book.book.site.site_font import SiteFont
 from transformer_book.book.rendering import origin, page_notebook, pages
 from transformer_book.book.execution import pool
 from transformer_book.book.checking import records, report
@@ -49,7 +50,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.records_read: dict[str, dict[str, Any] | None] = {}
         self.notebooks: dict[str, Any] = {}  # page src_uri -> its notebook (this build)
         self.views: dict[str, page_notebook.SnippetView] | None = None  # this build's, made at its first page
-        self.font: webfont.Subset | None = None  # this build's web font, cut while the pages render
+        self.font = SiteFont()  # the web font of this build, cut while the pages render
         self.memory = PageMemory()  # titles and anchors of pages a dirty rebuild does not read
 
     # -- set-up --------------------------------------------------------------------------------------
@@ -226,7 +227,9 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             found = {sid: snip.record_path for sid, snip in self.session.discover().items()}
             claims = claim_index.index(Path(config.docs_dir), found)
             files.append(File.generated(config, claim_index.PAGE, content=claim_index.page_markdown(claims)))
-        self._start_webfont(config)
+        self.font.start(config, self.config, self.project_root,
+                        self.session.cache.root if self.session else None,
+                        self.session.snippets_dir if self.session else None)
         return files
 
     @staticmethod
@@ -279,7 +282,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
     def on_page_markdown(self, markdown: str, *, page: Any, config: Any, files: Files) -> str:
         page_path = page.file.src_uri
         self.renderer.page_url = page.url
-        offset = _front_matter_lines(page.file.abs_src_path, markdown)
+        offset = pages.front_matter_lines(page.file.abs_src_path, markdown)
         try:
             explicit = {ref.snippet for ref in pages.find_refs(markdown, page_path, offset) if ref.kind == "source"}
         except pages.PageRefError as exc:
@@ -412,7 +415,10 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
     def on_post_build(self, *, config: Any) -> None:
         self.memory.remember(config)
         site_dir = Path(config.site_dir)
-        self._write_webfont(site_dir)
+        written = self.font.write(site_dir)
+        if written is not None:
+            out, n, how = written
+            log.debug(f"Chinese web font: {n} characters, {out.stat().st_size // 1024} KB ({how})")
         if self.background is not None:
             self.background.release()  # the pages are written: now the snippets may have the cores
         for warning in fix_search.patch(site_dir):
@@ -424,55 +430,3 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         log.info("snippet timing (also in %s):\n%s", (self.session.report_dir / "timing.txt").as_posix(), table)
         for line in report.over_budget(self.timing_rows):
             log.info("over budget: " + line)
-
-    def _webfont_file(self) -> Path | None:
-        font = self.config.webfont
-        if not font:
-            return None
-        if font is True:
-            raise PluginError("book: webfont needs the path of a Chinese OTF/TTF font (relative to mkdocs.yml)")
-        path = self.project_root / font
-        if not path.is_file():
-            raise PluginError(f"book: webfont {font!r} is not a file")
-        return path
-
-    def _webfont_cache(self, site_dir: Path) -> Path:
-        return self.session.cache.root / "fonts" if self.session else site_dir / ".fonts"
-
-    def _start_webfont(self, config: Any) -> None:
-        """Start cutting the web font for the characters of the book's sources, in its own process, so that
-        it runs while MkDocs renders the pages (see :mod:`.webfont`)."""
-        if self.font is not None:
-            self.font.cancel()
-        self.font = None
-        path = self._webfont_file()
-        if path is None:
-            return
-        sources = [Path(config.docs_dir), Path(config.config_file_path), Path(__file__).resolve().parents[1]]
-        if self.session is not None:
-            sources.append(self.session.snippets_dir)
-        language = config.theme.get("language") or "en"
-        sources += [Path(d) / "partials" / "languages" / f"{language}.html" for d in config.theme.dirs]
-        chars = webfont.source_characters(sources, code=[self.project_root / rel for rel in self.config.watch])
-        self.font = webfont.Subset(path, chars, self._webfont_cache(Path(config.site_dir)))
-
-    def _write_webfont(self, site_dir: Path) -> None:
-        path = self._webfont_file()
-        if path is None:
-            return
-        started, self.font = self.font, None
-        out, n, how = webfont.write(site_dir, webfont.URI, path, self._webfont_cache(site_dir), started)
-        log.debug(f"Chinese web font: {n} characters, {out.stat().st_size // 1024} KB ({how})")
-
-
-def _front_matter_lines(abs_src_path: str | None, markdown: str) -> int:
-    """How many lines MkDocs removed from the top of the file (YAML front matter)."""
-    if not abs_src_path:
-        return 0
-    try:
-        raw = Path(abs_src_path).read_text(encoding="utf-8-sig")
-    except OSError:
-        return 0
-    probe = markdown[:200]
-    idx = raw.find(probe) if probe else -1
-    return raw.count("\n", 0, idx) if idx > 0 else 0
