@@ -331,3 +331,96 @@ def test_a_record_edited_into_the_wrong_shape_fails_naming_its_file_and_key(tmp_
     assert str(path) in message
     assert "results → n → value: [1, 2] is not of type" in message
     assert "results → t → tolerance → rel: 'wide' is not of type 'number'" in message
+
+
+# -- the local executor owns each snippet process -------------------------------------------------------
+
+KILLS_ITSELF = '''
+import os
+import signal
+from transformer_book.book import Value
+
+
+def compute():
+    os.kill(os.getpid(), signal.SIGKILL)  # a segfault, the OOM killer, an os._exit deep in a library
+    return {"never": Value(1, "d")}
+'''
+
+NATIVE_HANG = '''
+import signal
+import time
+from transformer_book.book import Value
+
+TIMEOUT_SECONDS = 1
+
+
+def compute():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # as a hang inside native code: no Python runs
+    time.sleep(120)
+    return {"never": Value(1, "d")}
+'''
+
+
+def test_a_snippet_that_kills_its_own_process_fails_alone_named_and_the_queued_ones_still_run(project: Path) -> None:
+    write(project / "snippets" / "part" / "a.py", KILLS_ITSELF)
+    for name in ("c", "d"):  # queued behind it: one worker, three snippets
+        write(project / "snippets" / "part" / f"{name}.py", f'''
+            from transformer_book.book import Value
+
+
+            def compute():
+                return {{"x": Value({ord(name)}, "d")}}
+        ''')
+    state = session(project).build(Options(workers=1))
+    error = state.snippets["part/a"].error
+    assert error is not None and "process died while it ran" in error.message and "SIGKILL" in error.message
+    assert error.file == str(project / "snippets" / "part" / "a.py")
+    assert {sid: st.status for sid, st in state.snippets.items() if sid != "part/a"} == {
+        "part/b": "ran", "part/c": "ran", "part/d": "ran"}
+    assert state.snippets["part/d"].results["x"].value == ord("d")
+
+
+def test_a_snippet_hung_where_sigalrm_cannot_stop_it_is_killed_after_its_timeout(project: Path) -> None:
+    from transformer_book.book.execution import pool
+
+    write(project / "snippets" / "part" / "a.py", NATIVE_HANG)
+    start = time.perf_counter()
+    state = session(project).build(Options(workers=2))
+    took = time.perf_counter() - start
+    error = state.snippets["part/a"].error
+    assert error is not None and "timeout of 1 s" in error.message and "did not stop" in error.message
+    assert took < 1 + pool.KILL_GRACE + 20, f"the build waited {took:.0f} s"
+    assert state.snippets["part/b"].status == "ran"
+
+
+def test_stopping_a_session_kills_the_snippet_processes_it_started(project: Path) -> None:
+    import threading
+
+    from transformer_book.book.execution import pool
+
+    write(project / "snippets" / "part" / "a.py", NATIVE_HANG.replace("TIMEOUT_SECONDS = 1", "TIMEOUT_SECONDS = 600"))
+    book = session(project)
+    started: list = []
+    real_submit = pool.LocalExecutor.submit
+
+    def submit(self, task):  # note each process as it starts
+        future = real_submit(self, task)
+        started.extend(self.processes())
+        return future
+
+    pool.LocalExecutor.submit = submit
+    try:
+        done: list = []
+        thread = threading.Thread(target=lambda: done.append(book.build(Options(select=("part/a",)))))
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        book.stop()
+        thread.join(timeout=30)
+    finally:
+        pool.LocalExecutor.submit = real_submit
+    assert not thread.is_alive(), "the build went on waiting for its snippet"
+    assert started and all(not p.is_alive() for p in started), "a snippet process outlived the stopped build"
+    assert "interrupted" in done[0].snippets["part/a"].error.message

@@ -1,22 +1,36 @@
-"""Worker processes for snippets: a forkserver with the heavy libraries loaded, one fresh process per task.
+"""Snippet processes on this machine: a forkserver with the heavy libraries loaded, and one process per task,
+owned by the executor.
 
 Processes come from a *forkserver* that has already imported torch, numpy, matplotlib (and whatever the
 plugin's ``preload`` option adds, e.g. ``torch._dynamo``, which the first optimiser step imports), so a
 snippet starts in milliseconds instead of paying seconds of imports — yet every snippet gets a process of
-its own. The scheduling (what to run when) is :mod:`.schedule`'s job; this module only starts processes.
+its own. The executor starts that process itself (a ``Process`` and a pipe per task, not a pool), so
+
+- a process that dies (a segfault, ``os._exit``, the OOM killer) is exactly its own snippet's failure, named
+  with its exit code or signal; the snippets running beside it and queued after it are not touched;
+- the snippet's timeout is enforced from outside too: the worker stops Python code with SIGALRM at the
+  timeout it announces over the pipe; a process still running ``KILL_GRACE`` seconds later (a hang in native
+  code, a blocked signal) is killed and the task fails naming its timeout;
+- :meth:`LocalExecutor.abort` kills exactly the processes it started (Ctrl-C on serve, a failed build).
+
+What to run when is the session's job (:mod:`transformer_book.book.session`); this module only runs it.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import signal
+import threading
+import time
+from concurrent.futures import Future
+from multiprocessing.connection import Connection
+from multiprocessing.connection import wait as connection_wait
 from typing import Sequence
 
 from transformer_book.book.environment import default_workers
 from transformer_book.book.execution.lifetime import end_with
-from transformer_book.book.execution.worker import run_snippet
+from transformer_book.book.execution.worker import on_deadline, run_snippet
 from transformer_book.book.types import Outcome, SnippetError, Task
 
 _CONTEXT: multiprocessing.context.BaseContext | None = None
@@ -50,36 +64,129 @@ def warm_up() -> None:
         forkserver.ensure_running()
 
 
+KILL_GRACE = 5.0  # seconds past its announced timeout before a snippet process that did not stop is killed
+
+
 class LocalExecutor:
-    """Runs tasks in fresh local processes, ``workers`` at a time."""
+    """Runs each task in a fresh local process of its own, forked from the preloaded forkserver. The session
+    submits at most ``workers`` tasks at a time."""
 
     def __init__(self, workers: int | None = None) -> None:
         self.workers = max(1, workers or default_workers())
-        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=_context(), max_tasks_per_child=1,
-                                         initializer=end_with, initargs=(os.getpid(),))
+        self._ctx = _context()
+        self._lock = threading.Lock()
+        self._processes: dict[Future, multiprocessing.process.BaseProcess] = {}
+        self._aborted = False
 
     def submit(self, task: Task) -> Future:
-        return self._pool.submit(run_snippet, task)
+        future: Future = Future()
+        future.set_running_or_notify_cancel()
+        receive, send = self._ctx.Pipe(duplex=False)
+        process = self._ctx.Process(target=_run_in_child, args=(task, send, os.getpid()),
+                                    name=f"snippet {task.snippet}")
+        with self._lock:
+            if self._aborted:
+                future.set_result(_failed(task, "stopped: the build was interrupted before it ran"))
+                return future
+            process.start()
+            self._processes[future] = process
+        send.close()  # the child holds the other end: when it dies, recv() sees EOF
+        threading.Thread(target=self._watch, args=(task, process, receive, future), daemon=True,
+                         name=f"watch {task.snippet}").start()
+        return future
+
+    def _watch(self, task: Task, process: multiprocessing.process.BaseProcess, receive: Connection,
+               future: Future) -> None:
+        """Wait for the task's outcome, its process's death or its deadline — whichever comes first."""
+        started = time.monotonic()
+        deadline = started + task.timeout + KILL_GRACE if task.timeout > 0 else None
+        outcome: Outcome | None = None
+        while outcome is None:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready = connection_wait([receive, process.sentinel], timeout=remaining)
+            if process.sentinel in ready and receive not in ready and not receive.poll(0):
+                process.join(timeout=5)  # ended, and nothing was sent (even if a child of it holds the pipe)
+                outcome = _failed(task, f"the snippet's process died while it ran ({_how_it_ended(process)})")
+                break
+            if not ready:  # past the deadline and still running: the SIGALRM did not stop it
+                process.kill()
+                limit = deadline - started - KILL_GRACE if deadline is not None else 0.0
+                outcome = _failed(task, f"SnippetTimeout: the snippet ran longer than its timeout of {limit:g} s and "
+                                        f"did not stop (killed after {time.monotonic() - started:.1f} s: a hang outside "
+                                        "Python code, e.g. in a native library, or a blocked SIGALRM)")
+                break
+            try:
+                kind, payload = receive.recv()
+            except (EOFError, OSError):  # the process ended without sending its outcome
+                process.join(timeout=5)
+                outcome = _failed(task, f"the snippet's process died while it ran ({_how_it_ended(process)})")
+                break
+            except Exception as exc:  # noqa: BLE001 - an outcome that cannot be unpickled here
+                outcome = _failed(task, f"the snippet's outcome could not be read: {type(exc).__name__}: {exc}")
+                break
+            if kind == "deadline":
+                deadline = started + payload + KILL_GRACE if payload > 0 else None
+            else:
+                outcome = payload
+        receive.close()
+        process.join(timeout=10)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=5)
+        with self._lock:
+            self._processes.pop(future, None)
+        future.set_result(outcome)
 
     @staticmethod
     def outcome(task: Task, future: Future) -> Outcome:
-        try:
-            return future.result()
-        except BrokenProcessPool as exc:
-            return Outcome(snippet=task.snippet, error=SnippetError(f"worker process died: {exc}", task.path, 0, ""))
+        return future.result()
+
+    def processes(self) -> list[multiprocessing.process.BaseProcess]:
+        """The snippet processes running now."""
+        with self._lock:
+            return list(self._processes.values())
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """After the last task: nothing is left running (each watcher joined its process)."""
+        with self._lock:
+            processes = list(self._processes.values())
+        for process in processes:
+            process.join()
 
     def abort(self) -> None:
-        """Cancel the queued tasks and kill the running ones (a Ctrl-C must not wait for a training).
-        ``ProcessPoolExecutor`` has no public way to end its processes before Python 3.14
-        (``terminate_workers``): its process table is read directly."""
-        processes = list((getattr(self._pool, "_processes", None) or {}).values())  # None once shut down
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        for p in processes:
-            p.terminate()
-        for p in processes:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
+        """Kill every running snippet process now and start no more (a Ctrl-C must not wait for a training)."""
+        with self._lock:
+            self._aborted = True
+            processes = list(self._processes.values())
+        for process in processes:
+            process.kill()
+        for process in processes:
+            process.join(timeout=5)
+
+
+def _run_in_child(task: Task, send: Connection, parent: int) -> None:
+    """The body of a snippet process: run the task, announcing each timeout, and send back its outcome."""
+    end_with(parent)  # a build that ends (or is killed) takes its snippets with it
+    on_deadline(lambda seconds: send.send(("deadline", seconds)))
+    outcome = run_snippet(task)
+    try:
+        send.send(("outcome", outcome))
+    except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
+        send.send(("outcome", _failed(task, f"the snippet's results cannot be sent back: {type(exc).__name__}: {exc}")))
+    send.close()
+
+
+def _failed(task: Task, message: str) -> Outcome:
+    return Outcome(snippet=task.snippet, error=SnippetError(message, task.path, 0, ""))
+
+
+def _how_it_ended(process: multiprocessing.process.BaseProcess) -> str:
+    code = process.exitcode
+    if code is None:
+        return "it is still running"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"

@@ -328,6 +328,14 @@ def timeout_of(module: Any, task: Task) -> float:
 
 
 _STARTED = 0.0  # when the running task started (perf_counter), for the timeout
+_DEADLINE_LISTENERS: list[Callable[[float], None]] = []
+
+
+def on_deadline(listener: Callable[[float], None]) -> None:
+    """Tell ``listener`` each time the timeout is set: seconds from the task's start, or 0 when the snippet's
+    code is over. The process that owns this one (:class:`.pool.LocalExecutor`) kills it if it is still running
+    a little after that: a hang in native code never sees the SIGALRM that stops Python code."""
+    _DEADLINE_LISTENERS.append(listener)
 
 
 def arm(seconds: float) -> None:
@@ -335,6 +343,8 @@ def arm(seconds: float) -> None:
     import signal
     import threading
 
+    for listener in _DEADLINE_LISTENERS:
+        listener(max(0.0, seconds))
     if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
         return
     if seconds <= 0:
