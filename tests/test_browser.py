@@ -698,3 +698,63 @@ def test_a_served_page_shows_a_placeholder_then_its_result_without_a_reload_by_h
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
+
+
+SERVE_NAV_YML = SERVE_YML.replace("plugins:\n", "nav:\n  - index.md\n  - other.md\nplugins:\n  - autorefs\n").replace(
+    "  - md_in_html\n", "  - md_in_html\n  - attr_list\n")
+
+
+def test_a_page_rerendered_by_the_background_build_keeps_its_navigation_and_references(chromium, tmp_path: Path) -> None:
+    """`serve --dirty` re-renders only the page whose result landed; MkDocs forgets the titles and anchors of
+    the pages it did not re-read (every other nav entry read "None", every reference stayed raw). After the
+    result lands, the page must have the whole navigation and its cross-reference resolved."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "snippets").mkdir()
+    (tmp_path / "mkdocs.yml").write_text(SERVE_NAV_YML, encoding="utf-8")
+    (tmp_path / "docs" / "index.md").write_text(
+        "# 首页\n\n答案是 {{ slow:answer }}。详见[另一页的一节][one-section]。\n", encoding="utf-8")
+    (tmp_path / "docs" / "other.md").write_text("# 另一页\n\n## 一节 {#one-section}\n\n正文。\n", encoding="utf-8")
+    (tmp_path / "snippets" / "slow.py").write_text(SLOW_SNIPPET, encoding="utf-8")
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "--dirty", "-a", f"{HOST}:{port}"],
+                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    context = chromium.new_context(viewport=DESKTOP, locale="zh-CN")
+    try:
+        page = context.new_page()
+        deadline = time.time() + 60
+        while True:
+            try:
+                page.goto(f"http://{HOST}:{port}/", wait_until="load", timeout=5_000)
+                break
+            except Exception:  # noqa: BLE001 - not listening yet
+                if time.time() > deadline or server.poll() is not None:
+                    raise AssertionError("mkdocs serve did not answer within 60 s")
+                time.sleep(0.3)
+        assert "正在计算" in page.inner_text(".md-content")
+        page.wait_for_function("document.querySelector('.md-content') && "
+                               "document.querySelector('.md-content').innerText.includes('答案是 1.50')",
+                               timeout=120_000)
+        nav = page.inner_text("nav.md-nav--primary")
+        assert "另一页" in nav and "None" not in nav, f"the re-rendered page's navigation: {nav!r}"
+        content = page.inner_text(".md-content")
+        assert "[one-section]" not in content, "the cross-reference was left raw"
+        link = page.locator(".md-content a", has_text="另一页的一节")
+        assert link.count() == 1 and link.get_attribute("href").endswith("other/#one-section")
+    finally:
+        context.close()
+        import signal
+
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
