@@ -523,6 +523,51 @@ def test_a_snippet_that_always_kills_its_worker_fails_the_build_naming_it(client
             "a failed snippet leaves no entry"
 
 
+SLEEPS = '''
+import os, signal, time
+from transformer_book.book import Value
+
+TIMEOUT_SECONDS = {timeout}
+
+
+def compute():
+    with open({pid_file!r}, "w") as f:
+        f.write(str(os.getpid()))
+    signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGALRM}})  # as a hang in native code: SIGALRM cannot stop it
+    time.sleep(600)
+    return {{"never": Value(1)}}
+'''
+
+
+def test_stopping_a_cluster_build_kills_the_snippet_process_running_on_a_worker(client, cluster, tmp_path):
+    import threading
+
+    pid_file = tmp_path / "sleeper.pid"
+    project = make_project(tmp_path / "p", {"sleeper": SLEEPS.format(timeout=900, pid_file=str(pid_file))})
+    book = session(project)
+    done: list = []
+    thread = threading.Thread(target=lambda: done.append(book.build(Options(executor=executor_url(cluster)))))
+    thread.start()
+    wait_until(pid_file.exists, 60, "the snippet to start on a worker")
+    wait_until(lambda: pid_file.read_text().strip() != "", 10, "the snippet to write its pid")
+    pid = int(pid_file.read_text())
+    book.stop()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "the stopped build went on waiting"
+    wait_until(lambda: _gone(pid), 15, "the snippet process on the worker to be killed")
+    assert "interrupted" in done[0].snippets["part/sleeper"].error.message
+
+
+def test_a_snippet_hung_on_a_worker_past_its_timeout_is_killed_and_named(client, cluster, tmp_path):
+    pid_file = tmp_path / "hung.pid"
+    project, state = _build_on_cluster(cluster, tmp_path, "h", {
+        "hung": SLEEPS.format(timeout=1, pid_file=str(pid_file)), "plain": PLAIN})
+    error = state.snippets["part/hung"].error
+    assert error is not None and "timeout of 1 s" in error.message and "did not stop" in error.message, _errors(state)
+    assert state.snippets["part/plain"].status == "ran"
+    assert _gone(int(pid_file.read_text()))
+
+
 # -- a worker unlike the build machine ----------------------------------------------------------------------
 
 

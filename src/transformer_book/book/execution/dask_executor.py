@@ -31,7 +31,7 @@ import tempfile
 import uuid
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from mkdocs.exceptions import PluginError
 
@@ -76,8 +76,11 @@ def _worker_name() -> str:
         return socket.gethostname()
 
 
-def run_on_worker(task: Task, cache_location: str, build: dict[str, str], settings: dict[str, str]) -> Outcome:
-    """The Dask task: check the worker, fetch what the snippet requires, run it fresh, share what it made."""
+def run_on_worker(task: Task, cache_location: str, build: dict[str, str], settings: dict[str, str],
+                  stop_event: str = "") -> Outcome:
+    """The Dask task: check the worker, fetch what the snippet requires, run it fresh, share what it made.
+    ``stop_event`` names a Dask ``Event`` that the build sets when it is stopped: the snippet's process is then
+    killed (cancelling a Dask task does not interrupt the thread running it)."""
     mismatch = differences(build, identity(Path(task.project_root), _HASHER))
     if mismatch:
         more = f" (and {len(mismatch) - 10} more)" if len(mismatch) > 10 else ""
@@ -99,13 +102,30 @@ def run_on_worker(task: Task, cache_location: str, build: dict[str, str], settin
             requires.append((sid, name, str(local)))
         out_dir = Path(tmp) / "out"
         outcome = run_in_fresh_process(dataclasses.replace(task, blob_dir=str(out_dir), requires=tuple(requires)),
-                                       settings)  # ProcessDied: Dask retries the task once
+                                       settings, _stop_signal(stop_event))  # ProcessDied: Dask retries the task once
         if outcome.error is None:
             for sha in outcome.artifacts.values():
                 key = Cache.blob_key(task.snippet, sha)
                 if not storage.exists(key):
                     storage.put(key, (out_dir / sha).read_bytes())
     return outcome
+
+
+def _stop_signal(name: str) -> Callable[[], bool]:
+    """``should_stop`` for the snippet's process: whether the build set the Dask ``Event`` ``name``."""
+    if not name:
+        return lambda: False
+    from distributed import Event
+
+    event = Event(name)
+
+    def should_stop() -> bool:
+        try:
+            return event.is_set()
+        except Exception:  # noqa: BLE001 - the scheduler is gone: so is the build
+            return True
+
+    return should_stop
 
 
 class DaskExecutor:
@@ -135,10 +155,11 @@ class DaskExecutor:
         threads = sum(self.client.nthreads().values())
         self.workers = max(1, min(threads, workers) if workers else threads)
         self._running: dict[Future, Any] = {}
+        self.stop_event = f"book-stop-{uuid.uuid4().hex}"  # set by abort(): the running snippets' processes end
 
     def submit(self, task: Task) -> Future:
         done: Future = Future()
-        remote = self.client.submit(run_on_worker, task, self.location, self.identity, self.settings,
+        remote = self.client.submit(run_on_worker, task, self.location, self.identity, self.settings, self.stop_event,
                                     key=f"book-{task.snippet}-{uuid.uuid4().hex[:8]}", pure=False, retries=1)
         self._running[done] = remote
         remote.add_done_callback(lambda _f: done.set_result(None) if not done.done() else None)
@@ -175,5 +196,9 @@ class DaskExecutor:
         self.client.close()
 
     def abort(self) -> None:
-        """Cancel every task on the cluster (a task already running finishes in its worker's process)."""
+        """Cancel every task on the cluster, and kill the snippet processes already running on the workers."""
+        try:
+            self._distributed.Event(self.stop_event, client=self.client).set()
+        except Exception:  # noqa: BLE001 - a scheduler that is gone has no running task to stop
+            pass
         self.close()

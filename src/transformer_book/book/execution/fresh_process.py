@@ -7,8 +7,8 @@ The child runs :func:`.worker.run_snippet` exactly as a local worker does (seeds
 with the *build's* numerical settings (``BOOK_THREADS``, ``ATEN_CPU_CAPABILITY`` … of :mod:`.environment`)
 whatever the worker's own environment says, so a result does not depend on where it ran. The child has a
 session of its own (a snippet that signals its process group reaches only itself) and exits when the process
-that started it dies. If the child dies before handing back its outcome, :class:`ProcessDied` is raised — the
-caller decides whether to retry.
+that started it dies, when the build is stopped, or when it runs well past its timeout. If the child dies
+before handing back its outcome, :class:`ProcessDied` is raised — the caller decides whether to retry.
 
 The task goes in and the outcome comes out as pickles through a private temporary folder, between two
 processes of the same user on the same machine; nothing read from a shared cache is ever unpickled.
@@ -23,11 +23,13 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Callable
 
 from transformer_book.book.environment import NUMERICAL_VARIABLES
 from transformer_book.book.execution.lifetime import end_with
-from transformer_book.book.types import Outcome, Task
+from transformer_book.book.types import Outcome, SnippetError, Task
 
 
 class ProcessDied(RuntimeError):
@@ -50,19 +52,48 @@ def _describe(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
-def run_in_fresh_process(task: Task, settings: dict[str, str]) -> Outcome:
-    """Run ``task`` in a new interpreter with the numerical ``settings``; its Outcome, or :class:`ProcessDied`."""
+KILL_GRACE = 5.0  # as for a local snippet process: seconds past its announced timeout before it is killed
+POLL_SECONDS = 0.5
+
+
+def run_in_fresh_process(task: Task, settings: dict[str, str],
+                         should_stop: Callable[[], bool] = lambda: False) -> Outcome:
+    """Run ``task`` in a new interpreter with the numerical ``settings``; its Outcome, or :class:`ProcessDied`.
+
+    The child is killed (its whole session) when ``should_stop()`` turns true — the build was stopped, so the
+    Dask task was cancelled, and Dask cannot interrupt the thread that waits here — and when it is still running
+    ``KILL_GRACE`` seconds after the timeout it announced (a hang SIGALRM cannot stop)."""
     with tempfile.TemporaryDirectory(prefix="book-task-") as tmp:
         task_file, out_file, log_file = Path(tmp) / "task.pickle", Path(tmp) / "outcome.pickle", Path(tmp) / "output.txt"
+        deadline_file = Path(tmp) / "deadline"
         task_file.write_bytes(pickle.dumps(task))
         env = {k: v for k, v in os.environ.items() if k not in NUMERICAL_VARIABLES}
         env.update(settings)
+        started = time.monotonic()
         with open(log_file, "wb") as log:
-            proc = subprocess.Popen([sys.executable, "-m", __name__, str(task_file), str(out_file)], env=env,
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen([sys.executable, "-m", __name__, str(task_file), str(out_file), str(deadline_file)],
+                                    env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True)
+            stopped = ""
             try:
-                returncode = proc.wait()
+                while True:
+                    try:
+                        returncode = proc.wait(timeout=POLL_SECONDS)
+                        break
+                    except subprocess.TimeoutExpired:
+                        pass
+                    if should_stop():
+                        stopped = "stopped: the build was interrupted while it ran"
+                    else:
+                        limit = _announced(deadline_file)
+                        if limit and time.monotonic() - started > limit + KILL_GRACE:
+                            stopped = (f"SnippetTimeout: the snippet ran longer than its timeout of {limit:g} s and did "
+                                       f"not stop (killed after {time.monotonic() - started:.1f} s: a hang outside "
+                                       "Python code, e.g. in a native library, or a blocked SIGALRM)")
+                    if stopped:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                        proc.wait()
+                        return Outcome(snippet=task.snippet, error=SnippetError(stopped, task.path, 0, ""))
             finally:
                 if proc.poll() is None:  # this thread was interrupted: take the snippet's process with it
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -74,11 +105,22 @@ def run_in_fresh_process(task: Task, settings: dict[str, str]) -> Outcome:
         raise ProcessDied(f"the process running {task.snippet} died ({_describe(returncode)})", output)
 
 
-def main(task_file: str, out_file: str) -> None:
+def _announced(deadline_file: Path) -> float:
+    """The timeout the child announced (seconds from its start), 0 when none or when its code is over."""
+    try:
+        return float(deadline_file.read_text(encoding="ascii") or 0)
+    except (OSError, ValueError):
+        return 0.0
+
+
+def main(task_file: str, out_file: str, deadline_file: str = "") -> None:
     end_with(os.getppid())  # nobody waits for this snippet once its worker is gone
     # What a local worker's forkserver has loaded, with the same thread settings (OMP_NUM_THREADS …).
     importlib.import_module(f"{__package__}.preload")
-    from transformer_book.book.execution.worker import run_snippet
+    from transformer_book.book.execution.worker import on_deadline, run_snippet
+
+    if deadline_file:
+        on_deadline(lambda seconds: Path(deadline_file).write_text(f"{seconds:g}", encoding="ascii"))
 
     task: Task = pickle.loads(Path(task_file).read_bytes())
     outcome = run_snippet(task)
@@ -88,4 +130,4 @@ def main(task_file: str, out_file: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    main(*sys.argv[1:4])
