@@ -424,3 +424,43 @@ def test_stopping_a_session_kills_the_snippet_processes_it_started(project: Path
     assert not thread.is_alive(), "the build went on waiting for its snippet"
     assert started and all(not p.is_alive() for p in started), "a snippet process outlived the stopped build"
     assert "interrupted" in done[0].snippets["part/a"].error.message
+
+
+def test_a_notebook_page_takes_what_a_snippet_it_requires_computed_and_a_reader_computes_it_alone(project: Path) -> None:
+    """A notebook page that a reader also runs in Jupyter: in the build, ``"requires"`` in its ``"book"``
+    metadata hands it the producer's artifact (``provided``), so the build does not train twice; without the
+    build (a reader's Jupyter), ``provided`` gives None and the notebook computes the value itself."""
+    import nbformat
+
+    from transformer_book.book import artifacts
+    from transformer_book.book.session import BookSession
+
+    write(project / "snippets" / "part" / "prod.py", '''
+        from transformer_book.book import Artifact, Value
+
+
+        def compute():
+            return {"thing": Artifact({"x": 3}), "shown": Value(3, "d")}
+    ''')
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["book"] = {"requires": ["part/prod"]}
+    nb.cells = [nbformat.v4.new_code_cell(
+        'from transformer_book.book import provided, record\n'
+        'shared = provided("part/prod", "thing")\n'
+        'x = shared["x"] if shared is not None else 1 + 2  # a reader computes it\n'
+        'record("x", x, "d")\n'
+        'record("was_provided", shared is not None)')]
+    nbformat.write(nb, project / "docs" / "part" / "nb.ipynb")
+    book = BookSession(project, project / "snippets", project / ".book-cache", project / ".book-cache" / "report",
+                       project / "docs")
+    assert book.discover()["part/nb"].requires() == ["part/prod"]
+    state = book.build(Options())
+    assert state.snippets["part/nb"].status == "ran", state.snippets["part/nb"].error
+    assert state.snippets["part/nb"].results["x"].value == 3
+    assert state.snippets["part/nb"].results["was_provided"].value is True
+    assert artifacts.provided("part/prod", "thing") is None  # outside the build: nothing is provided
+
+    nb.metadata["book"] = {"requires": "part/prod"}
+    nbformat.write(nb, project / "docs" / "part" / "nb.ipynb")
+    state = book.build(Options())
+    assert "must be a list of snippet ids" in state.snippets["part/nb"].error.message

@@ -2,6 +2,7 @@
 
 只训练一次：损失曲线、训练前后的样本在这里给出；训练好的参数和分词器交给第 20 章的其他片段
 （解码策略、KV 缓存、注意力热力图……），它们用 ``REQUIRES = ["chapter20/p08_train"]`` 取用。
+整个训练结果（``result``）也交给实践 P08 的笔记本页：同样的数据、设置和种子，构建时笔记本不必再训练一遍。
 """
 
 import math
@@ -64,5 +65,6 @@ def compute():
         "val_perplexity_final": Value(math.exp(result.val_loss[-1]), ".0f", kind="trained"),
 
         "model": Artifact(p08.pack_model(result.model, config, data.tokenizer)),  # 交给第 20 章的其他片段
+        "result": Artifact(p08.result_data(result)),  # 交给实践 P08 的笔记本（docs/chapter20/p08-practice.ipynb）
 
     }

@@ -27,14 +27,14 @@ The data flow of one build is in the authors' guide (``docs/authoring.md``, â€œå
 nothing about Transformers, and imports nothing from the rest of ``transformer_book``.
 """
 
-from transformer_book.book.artifacts import artifact
+from transformer_book.book.artifacts import artifact, provided
 from transformer_book.book.execution.notebook import claim, record
 from transformer_book.book.compare import (above, all_of, any_of, at_least, at_most, below, between, decreasing, equal, greater,
                       increasing, largest, less, non_decreasing, smallest, true)
 from transformer_book.book.results import EXACT, MEASURED, ROUNDING, TRAINED, Artifact, Block, Claim, Figure, Table, Tolerance, Value
 
 __all__ = ["EXACT", "MEASURED", "ROUNDING", "TRAINED", "Artifact", "Block", "Claim", "Figure", "Table", "Tolerance",
-           "Value", "artifact", "claim", "record",
+           "Value", "artifact", "claim", "provided", "record",
            # comparisons that decide a claim (compare.py)
            "above", "all_of", "any_of", "at_least", "at_most", "below", "between", "decreasing", "equal", "greater",
            "increasing", "largest", "less", "non_decreasing", "smallest", "true"]

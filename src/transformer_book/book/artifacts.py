@@ -79,6 +79,18 @@ def provide(mapping: dict[str, dict[str, str]]) -> None:
     _PROVIDED.update(mapping)
 
 
+def provided(snippet: str, name: str) -> Any:
+    """The artifact ``name`` of ``snippet`` when the build provides it, else None.
+
+    For a notebook page that readers also run by themselves in Jupyter: in the build (which lists ``snippet``
+    under ``"requires"`` in the notebook's ``"book"`` metadata) it takes what that snippet already computed;
+    in a reader's Jupyter nothing is provided, and the notebook computes it itself."""
+    files = _PROVIDED.get(snippet)
+    if files is None or name not in files:
+        return None
+    return decode(Path(files[name]).read_bytes())
+
+
 def artifact(snippet: str, name: str) -> Any:
     """The object that snippet ``snippet`` returned as ``name: Artifact(...)``.
 

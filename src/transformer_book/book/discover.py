@@ -34,9 +34,10 @@ class Snippet:
         return json.dumps([[c.get("cell_type"), "".join(c.get("source", []))] for c in cells], ensure_ascii=False).encode()
 
     def requires(self) -> list[str]:
-        """The module-level ``REQUIRES = [...]`` list, read without running the snippet."""
+        """The module-level ``REQUIRES = [...]`` list, read without running the snippet; for a notebook page,
+        ``"requires"`` in the ``"book"`` entry of its metadata."""
         if self.is_notebook:
-            return []
+            return self._notebook_requires()
         try:
             tree = ast.parse(self.source(), filename=str(self.path))
         except SyntaxError:
@@ -59,6 +60,17 @@ class Snippet:
                                  'e.g. REQUIRES = ["lecture07/s11_train"]')
             return list(value)
         return []
+
+    def _notebook_requires(self) -> list[str]:
+        try:
+            meta = json.loads(self.path.read_bytes()).get("metadata", {})
+        except ValueError:
+            return []  # a broken notebook: its error is reported when it runs
+        value = (meta.get("book") or {}).get("requires", [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ValueError(f'{self.path}: metadata "book" → "requires" must be a list of snippet ids, '
+                             'e.g. ["chapter20/p08_train"]')
+        return list(value)
 
 
 def discover(snippets_dir: Path, notebooks_dir: Path | None = None) -> dict[str, Snippet]:

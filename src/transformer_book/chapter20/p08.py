@@ -258,6 +258,22 @@ class P08Result:
     seconds: float = field(compare=False)
 
 
+def result_data(result: P08Result) -> dict[str, Any]:
+    """把一次训练的结果打包成纯数据（模型用 :func:`pack_model`），可以作为片段的 ``Artifact`` 交出去。"""
+    return {"steps": list(result.steps), "train_loss": list(result.train_loss), "val_loss": list(result.val_loss),
+            "model": pack_model(result.model, result.config, result.tokenizer), "n_parameters": result.n_parameters,
+            "samples_before": dict(result.samples_before), "samples_after": dict(result.samples_after),
+            "seconds": result.seconds}
+
+
+def result_from_data(data: dict[str, Any]) -> P08Result:
+    """:func:`result_data` 的逆：与当初训练得到的 :class:`P08Result` 相同（模型为 ``eval()`` 模式）。"""
+    model, config, tokenizer = unpack_model(data["model"])
+    return P08Result(list(data["steps"]), list(data["train_loss"]), list(data["val_loss"]), model, tokenizer, config,
+                     int(data["n_parameters"]), dict(data["samples_before"]), dict(data["samples_after"]),
+                     float(data["seconds"]))
+
+
 def train_p08(config: P08Config = P08Config(), data: P08Data | None = None, *,
               prompts: Sequence[str] = (), sample_tokens: int = 40, sample_seed: int = 0,
               progress: Callable[[int, float, float], None] | None = None) -> P08Result:
