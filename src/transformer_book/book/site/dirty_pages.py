@@ -1,4 +1,4 @@
-"""What a dirty rebuild forgets about the pages it does not re-read: their titles and their anchors.
+"""Dirty rebuilds under ``serve``: which pages must be re-rendered, and what MkDocs forgets about the others.
 
 ``mkdocs serve --dirty`` (what ``scripts/serve.sh`` runs, so that a prose edit is back in the browser in half
 a second) re-renders only the pages whose source changed or whose results landed. The other pages are not
@@ -17,6 +17,46 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+
+class ShownResults:
+    """What each snippet's pages last showed. In a dirty rebuild MkDocs re-renders only pages whose source
+    changed; a page whose *results* changed must be re-rendered too, although its Markdown did not: a snippet
+    that re-ran, failed, landed in the background, or came back from the cache after an edit was undone (a
+    fixed error must not stay)."""
+
+    def __init__(self) -> None:
+        self.signatures: dict[str, tuple] = {}  # snippet -> signature (see ``signature``)
+
+    @staticmethod
+    def signature(state: Any, entry: Any) -> tuple:
+        """What a snippet's pages show: its results (the entry's fingerprint), or its status and error."""
+        if entry is not None:
+            return ("results", entry.fingerprint)
+        if state.error is not None:
+            return (state.status, state.error.location(), state.error.message)
+        return (state.status, state.key)
+
+    def update(self, build: Any) -> set[str]:
+        """Remember what this build shows; return the snippets whose pages now show something else."""
+        changed = set()
+        for sid, st in build.snippets.items():
+            sig = self.signature(st, build.entries.get(sid))
+            if self.signatures.get(sid) != sig:
+                changed.add(sid)
+            self.signatures[sid] = sig
+        return changed
+
+    @staticmethod
+    def mark_pages(files: Any, changed: set[str], usage: dict[tuple[str, str], list[str]], build: Any) -> None:
+        """Make MkDocs re-render every page that shows a result of a ``changed`` snippet (and a changed
+        notebook page itself)."""
+        pages = {where.rsplit(":", 1)[0] for (sid, _), wheres in usage.items() if sid in changed for where in wheres}
+        pages |= {f"{sid}.ipynb" for sid in changed if build.snippets[sid].snippet.is_notebook}
+        for page in pages:
+            f = files.get_file_from_path(page)
+            if f is not None:
+                f.is_modified = lambda: True  # type: ignore[method-assign]
 
 
 @dataclass

@@ -26,7 +26,7 @@ from transformer_book.book.execution import pool
 from transformer_book.book.checking import records, report
 from transformer_book.book.artifacts import decode
 from transformer_book.book.site.background import BackgroundBuild
-from transformer_book.book.site.dirty_pages import PageMemory
+from transformer_book.book.site.dirty_pages import PageMemory, ShownResults
 from transformer_book.book.environment import measured_here
 from transformer_book.book.files import atomic_write_text
 from transformer_book.book.rendering.render import Renderer, figure_target, shown_source
@@ -46,7 +46,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.usage: report.Usage = {}
         self.options = Options()
         self.background: BackgroundBuild | None = None
-        self.shown: dict[str, tuple] = {}  # snippet -> what its pages last showed (see _signature)
+        self.shown = ShownResults()  # what each snippet's pages last showed: a dirty rebuild re-renders changes
         self.records_read: dict[str, dict[str, Any] | None] = {}
         self.notebooks: dict[str, Any] = {}  # page src_uri -> its notebook (this build)
         self.views: dict[str, page_notebook.SnippetView] | None = None  # this build's, made at its first page
@@ -78,7 +78,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         if self.session is not None and self.session.project_root != self.project_root:
             # MkDocs keeps an instance of a plugin that defines on_startup for the whole process (serve keeps
             # it across rebuilds); another project loaded in the same process must not inherit this one's state.
-            self.session, self.state, self.background, self.shown = None, None, None, {}
+            self.session, self.state, self.background, self.shown = None, None, None, ShownResults()
         if self.session is None:
             self.session = BookSession(
                 self.project_root,
@@ -209,11 +209,10 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                     if isinstance(result, Figure):
                         files.append(File.generated(config, figure_target(sid, key), content=result.svg))
         self._use_executed_notebooks(files)
-        if self.dirty:
-            self._mark_pages_with_new_results(files)
-        elif self.state is not None:  # remember what is shown, for the next dirty rebuild
-            for sid, st in self.state.snippets.items():
-                self.shown[sid] = self._signature(st, self.state.entries.get(sid))
+        if self.state is not None:
+            changed = self.shown.update(self.state)  # and remember what is shown, for the next dirty rebuild
+            if self.dirty:
+                self.shown.mark_pages(files, changed, self.usage, self.state)
         if self.config.mathjax:
             files.append(File.generated(config, mathjax.URI, abs_src_path=str(mathjax.source())))
         if self.state is not None:  # the "完整记录" link of every origin popover
@@ -231,33 +230,6 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                         self.session.cache.root if self.session else None,
                         self.session.snippets_dir if self.session else None)
         return files
-
-    @staticmethod
-    def _signature(st: Any, entry: Any) -> tuple:
-        """What a snippet's pages show: its status and which results (or which error)."""
-        if entry is not None:
-            return ("results", entry.fingerprint)
-        if st.error is not None:
-            return (st.status, st.error.location(), st.error.message)
-        return (st.status, st.key)
-
-    def _mark_pages_with_new_results(self, files: Files) -> None:
-        """In a dirty rebuild MkDocs re-renders only pages whose source changed; a page whose results changed
-        must be re-rendered too, although its Markdown did not: a snippet that re-ran, failed, landed in the
-        background, or came back from the cache after an edit was undone (a fixed error must not stay)."""
-        assert self.state is not None
-        changed = set()
-        for sid, st in self.state.snippets.items():
-            sig = self._signature(st, self.state.entries.get(sid))
-            if self.shown.get(sid) != sig:
-                changed.add(sid)
-            self.shown[sid] = sig
-        shown = {where.rsplit(":", 1)[0] for (sid, _), wheres in self.usage.items() if sid in changed for where in wheres}
-        shown |= {f"{sid}.ipynb" for sid in changed if self.state.snippets[sid].snippet.is_notebook}
-        for page in shown:
-            f = files.get_file_from_path(page)
-            if f is not None:
-                f.is_modified = lambda: True  # type: ignore[method-assign]
 
     def _use_executed_notebooks(self, files: Files) -> None:
         """Point each notebook page at its executed copy (outputs included): what mkdocs-jupyter renders
