@@ -1,0 +1,151 @@
+"""Routes to train the §11.3 experiments for less, measured side by side on this machine (one thread).
+
+    PYTHONPATH=src python benchmarks/bench_routes.py                # 3 rounds of 150 steps per route
+    PYTHONPATH=src python benchmarks/bench_routes.py --rounds 5 --steps 200 --no-compile
+
+One §11.3 training step (the mini GPT, a length-bucketed batch of 64 sentences, AdamW, gradient clipping),
+computed four ways, each on the same batches:
+
+- ``book``:    as the book trains it — one seed, the reference implementation's readable attention path;
+- ``sdpa``:    one seed, attention through ``F.scaled_dot_product_attention`` (the fused kernel);
+- ``vmap×4``:  four seeds as one computation — parameters stacked with ``torch.func.stack_module_state``, the
+  loss ``vmap``-ed over them, per-seed gradient clipping, one fused AdamW; each seed keeps its own data order,
+  so each step pads the four seeds' batches to the longest; reported per seed;
+- ``compile``: one seed, the loss wrapped in ``torch.compile(dynamic=True)`` (compile time reported apart).
+
+Prints the median milliseconds per step (per seed for vmap) and the ratio to ``book``; asserts nothing.
+Machine-dependent by nature: compare routes within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import time
+
+import torch
+from torch.func import functional_call, stack_module_state, vmap
+
+from transformer_book.lecture07.experiments import TRAIN_CONFIG, ModelSpec, load_toy_data
+from transformer_book.training import lm_loss, make_optimizer
+
+SEEDS = 4
+
+
+def build(data, pos: str, seed: int, impl: str) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    model = ModelSpec("gpt", pos, seed=seed).build(len(data.vocab))
+    for module in model.modules():
+        if hasattr(module, "attn_impl"):
+            module.attn_impl = impl
+    return model
+
+
+def one_seed(data, pos: str, impl: str, compiled: bool):
+    model = build(data, pos, 0, impl)
+    optimizer = make_optimizer(model, TRAIN_CONFIG.optim)
+    batches = data.train.batches(64, torch.Generator().manual_seed(0))
+    loss_of = (lambda x, mask: lm_loss(model, x, mask))
+    if compiled:
+        loss_of = torch.compile(loss_of, dynamic=True)
+
+    def step(i: int) -> None:
+        x, mask = data.train.batch(batches[i % len(batches)])
+        loss = loss_of(x, mask)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+
+    return step
+
+
+def four_seeds(data, pos: str):
+    models = [build(data, pos, s, "manual") for s in range(SEEDS)]
+    params, buffers = stack_module_state(models)  # each (S, …)
+    base = copy.deepcopy(models[0])  # the structure; its tensors are replaced by the stacked ones
+    flat = list(params.values())
+    optimizer = torch.optim.AdamW([{"params": [p for p in flat if p.dim() >= 3], "weight_decay": 0.01},
+                                   {"params": [p for p in flat if p.dim() < 3], "weight_decay": 0.0}],
+                                  lr=3e-3, betas=(0.9, 0.99), fused=True)
+    orders = [data.train.batches(64, torch.Generator().manual_seed(s)) for s in range(SEEDS)]
+    pad = data.vocab.pad_id
+
+    def stacked(i: int):
+        index = [order[i % len(order)] for order in orders]
+        lengths = [data.train.lengths[j] for j in index]
+        b, t = max(len(j) for j in index), max(int(n.max()) for n in lengths)
+        x = torch.full((SEEDS, b, t), pad, dtype=torch.long)  # (S, B, T)
+        mask = torch.zeros((SEEDS, b, t), dtype=torch.bool)  # (S, B, T)
+        mask[:, :, 0] = True  # a padding row: one token, nothing predicted
+        for s, j in enumerate(index):
+            x[s, : len(j), : int(lengths[s].max())] = data.train.tokens[j, : int(lengths[s].max())]
+            mask[s, : len(j)] = torch.arange(t) < lengths[s][:, None]
+        return x, mask
+
+    def loss_of(p, b, x, mask):
+        return lm_loss(lambda inp, pad_mask=None: functional_call(base, (p, b), (inp,), {"pad_mask": pad_mask}), x, mask)
+
+    losses_of = vmap(loss_of)
+
+    def step(i: int) -> None:
+        x, mask = stacked(i)
+        losses = losses_of(params, buffers, x, mask)  # (S,)
+        optimizer.zero_grad(set_to_none=True)
+        losses.sum().backward()
+        grads = [p.grad for p in flat]
+        norms = torch.stack([g.flatten(1).norm(dim=1) for g in grads]).norm(dim=0)  # (S,): each seed's own norm
+        scale = (1.0 / (norms + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(scale.view(-1, *[1] * (g.dim() - 1)))
+        optimizer.step()
+
+    return step
+
+
+def timed(step, steps: int, warm: int = 5) -> float:
+    for i in range(warm):
+        step(i)
+    start = time.perf_counter()
+    for i in range(warm, warm + steps):
+        step(i)
+    return (time.perf_counter() - start) / steps * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--pos", default="rope")
+    parser.add_argument("--no-compile", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    data = load_toy_data()
+    routes = {"book": lambda: one_seed(data, args.pos, "manual", False),
+              "sdpa": lambda: one_seed(data, args.pos, "sdpa", False),
+              f"vmap×{SEEDS}": lambda: four_seeds(data, args.pos)}
+    if not args.no_compile:
+        routes["compile"] = lambda: one_seed(data, args.pos, "manual", True)
+    times: dict[str, list[float]] = {name: [] for name in routes}
+    compile_seconds = []
+    for _ in range(args.rounds):
+        for name, make in routes.items():
+            step = make()
+            if name == "compile":
+                start = time.perf_counter()
+                step(0)
+                compile_seconds.append(time.perf_counter() - start)
+            per_step = timed(step, args.steps)
+            times[name].append(per_step / (SEEDS if name.startswith("vmap") else 1))
+    base = statistics.median(times["book"])
+    print(f"§11.3 mini GPT ({args.pos}), one thread, {args.rounds} rounds × {args.steps} steps; ms per step and seed")
+    for name, values in times.items():
+        med = statistics.median(values)
+        print(f"  {name:9s} {med:7.2f} ms  (range {min(values):.2f}–{max(values):.2f})  {base / med:5.2f}× the book's speed")
+    if compile_seconds:
+        print(f"  compile: first step {statistics.median(compile_seconds):.1f} s (compilation), per round")
+
+
+if __name__ == "__main__":
+    main()
