@@ -20,6 +20,7 @@ package, these tests are skipped. They never download a browser: playwright driv
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -652,9 +653,11 @@ def compute():
 """
 
 
-def test_a_served_page_shows_a_placeholder_then_its_result_without_a_reload_by_hand(chromium, tmp_path: Path) -> None:
-    """A fresh project under `mkdocs serve`: the page is served at once with a placeholder; when the snippet
-    finishes in the background, MkDocs' livereload brings the result into the open page by itself."""
+@contextlib.contextmanager
+def served(chromium, tmp_path: Path, yml: str, pages: dict[str, str]):
+    """A fresh project (``pages``: docs-relative path → Markdown; one slow snippet) under ``mkdocs serve
+    --dirty``, as ``scripts/serve.sh`` runs it; yields a browser page on its home page once it answers."""
+    import signal
     import socket
     import subprocess
     import sys
@@ -662,8 +665,9 @@ def test_a_served_page_shows_a_placeholder_then_its_result_without_a_reload_by_h
 
     (tmp_path / "docs").mkdir()
     (tmp_path / "snippets").mkdir()
-    (tmp_path / "mkdocs.yml").write_text(SERVE_YML, encoding="utf-8")
-    (tmp_path / "docs" / "index.md").write_text("# 首页\n\n答案是 {{ slow:answer }}。\n", encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text(yml, encoding="utf-8")
+    for rel, text in pages.items():
+        (tmp_path / "docs" / rel).write_text(text, encoding="utf-8")
     (tmp_path / "snippets" / "slow.py").write_text(SLOW_SNIPPET, encoding="utf-8")
     with socket.socket() as s:
         s.bind((HOST, 0))
@@ -684,20 +688,27 @@ def test_a_served_page_shows_a_placeholder_then_its_result_without_a_reload_by_h
                 if time.time() > deadline or server.poll() is not None:
                     raise AssertionError("mkdocs serve did not answer within 60 s")
                 time.sleep(0.3)
-        first = page.inner_text(".md-content")
-        assert "正在计算" in first and "1.50" not in first, first
-        page.wait_for_function("document.querySelector('.md-content') && "
-                               "document.querySelector('.md-content').innerText.includes('答案是 1.50')",
-                               timeout=120_000)
+        yield page
     finally:
         context.close()
-        import signal
-
         os.killpg(server.pid, signal.SIGTERM)
         try:
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
+
+
+LANDED = ("document.querySelector('.md-content') && "
+          "document.querySelector('.md-content').innerText.includes('答案是 1.50')")
+
+
+def test_a_served_page_shows_a_placeholder_then_its_result_without_a_reload_by_hand(chromium, tmp_path: Path) -> None:
+    """A fresh project under `mkdocs serve`: the page is served at once with a placeholder; when the snippet
+    finishes in the background, MkDocs' livereload brings the result into the open page by itself."""
+    with served(chromium, tmp_path, SERVE_YML, {"index.md": "# 首页\n\n答案是 {{ slow:answer }}。\n"}) as page:
+        first = page.inner_text(".md-content")
+        assert "正在计算" in first and "1.50" not in first, first
+        page.wait_for_function(LANDED, timeout=120_000)
 
 
 SERVE_NAV_YML = SERVE_YML.replace("plugins:\n", "nav:\n  - index.md\n  - other.md\nplugins:\n  - autorefs\n").replace(
@@ -708,53 +719,13 @@ def test_a_page_rerendered_by_the_background_build_keeps_its_navigation_and_refe
     """`serve --dirty` re-renders only the page whose result landed; MkDocs forgets the titles and anchors of
     the pages it did not re-read (every other nav entry read "None", every reference stayed raw). After the
     result lands, the page must have the whole navigation and its cross-reference resolved."""
-    import socket
-    import subprocess
-    import sys
-    import time
-
-    (tmp_path / "docs").mkdir()
-    (tmp_path / "snippets").mkdir()
-    (tmp_path / "mkdocs.yml").write_text(SERVE_NAV_YML, encoding="utf-8")
-    (tmp_path / "docs" / "index.md").write_text(
-        "# 首页\n\n答案是 {{ slow:answer }}。详见[另一页的一节][one-section]。\n", encoding="utf-8")
-    (tmp_path / "docs" / "other.md").write_text("# 另一页\n\n## 一节 {#one-section}\n\n正文。\n", encoding="utf-8")
-    (tmp_path / "snippets" / "slow.py").write_text(SLOW_SNIPPET, encoding="utf-8")
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-    server = subprocess.Popen([sys.executable, "-m", "mkdocs", "serve", "--dirty", "-a", f"{HOST}:{port}"],
-                              cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              start_new_session=True)
-    context = chromium.new_context(viewport=DESKTOP, locale="zh-CN")
-    try:
-        page = context.new_page()
-        deadline = time.time() + 60
-        while True:
-            try:
-                page.goto(f"http://{HOST}:{port}/", wait_until="load", timeout=5_000)
-                break
-            except Exception:  # noqa: BLE001 - not listening yet
-                if time.time() > deadline or server.poll() is not None:
-                    raise AssertionError("mkdocs serve did not answer within 60 s")
-                time.sleep(0.3)
+    pages = {"index.md": "# 首页\n\n答案是 {{ slow:answer }}。详见[另一页的一节][one-section]。\n",
+             "other.md": "# 另一页\n\n## 一节 {#one-section}\n\n正文。\n"}
+    with served(chromium, tmp_path, SERVE_NAV_YML, pages) as page:
         assert "正在计算" in page.inner_text(".md-content")
-        page.wait_for_function("document.querySelector('.md-content') && "
-                               "document.querySelector('.md-content').innerText.includes('答案是 1.50')",
-                               timeout=120_000)
+        page.wait_for_function(LANDED, timeout=120_000)
         nav = page.inner_text("nav.md-nav--primary")
         assert "另一页" in nav and "None" not in nav, f"the re-rendered page's navigation: {nav!r}"
-        content = page.inner_text(".md-content")
-        assert "[one-section]" not in content, "the cross-reference was left raw"
+        assert "[one-section]" not in page.inner_text(".md-content"), "the cross-reference was left raw"
         link = page.locator(".md-content a", has_text="另一页的一节")
         assert link.count() == 1 and link.get_attribute("href").endswith("other/#one-section")
-    finally:
-        context.close()
-        import signal
-
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
