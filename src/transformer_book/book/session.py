@@ -213,8 +213,8 @@ class _Run:
         self.settle(sid, SnippetState(snip, "ran", out.seconds, out.results, None, out.budget, key))
 
     def go(self) -> None:
-        session, stopping = self.session, self.session._stopping
-        if not session._live:
+        session, stopping = self.session, self.session.stopping
+        if not session.live:
             stopping.clear()  # stop() ends the builds that were running then, not the next one
         executor: Executor | None = None
         completed = False
@@ -222,8 +222,8 @@ class _Run:
             self.release()
             while (self.queue or self.running) and not stopping.is_set():
                 if self.queue and executor is None:
-                    executor = session._executor(self.options)
-                    session._live.add(executor)
+                    executor = session.executor_for(self.options)
+                    session.live.add(executor)
                 while self.queue and len(self.running) < getattr(executor, "workers", 1):
                     _, sid, task = heapq.heappop(self.queue)
                     self.running[executor.submit(task)] = (sid, task)
@@ -237,7 +237,7 @@ class _Run:
             completed = not stopping.is_set()
         finally:
             if executor is not None:
-                session._live.discard(executor)
+                session.live.discard(executor)
                 # a failed or interrupted build (Ctrl-C, an error, :meth:`stop`) leaves no snippet process running
                 executor.close() if completed else executor.abort()
         for sid, _task in self.running.values():
@@ -262,8 +262,8 @@ class BookSession:
         self.hasher = FileHasher()
         self.cache = open_cache(cache_dir, project_root, self.hasher)  # a folder, or a URL (:mod:`.store`)
         self.executor_factory = executor_factory
-        self._live: set[Executor] = set()  # executors of the builds running now (the background one, too)
-        self._stopping = threading.Event()
+        self.live: set[Executor] = set()  # executors of the builds running now (the background one, too)
+        self.stopping = threading.Event()
 
     def discover(self) -> dict[str, Snippet]:
         return discover(self.snippets_dir, self.notebooks_dir)
@@ -288,11 +288,12 @@ class BookSession:
     def stop(self) -> None:
         """End every build of this session now (``mkdocs serve`` shutting down, a failed build): running
         snippets are killed, queued ones are not started. A later build starts afresh."""
-        self._stopping.set()
-        for executor in list(self._live):
+        self.stopping.set()
+        for executor in list(self.live):
             executor.abort()
 
-    def _executor(self, options: Options) -> Executor:
+    def executor_for(self, options: Options) -> Executor:
+        """The executor a build with these options runs its snippets on: local processes or a Dask cluster."""
         if self.executor_factory is not None:
             return self.executor_factory(options.workers)
         if options.executor != "local":
