@@ -104,13 +104,16 @@ def four_seeds(data, pos: str):
     return step
 
 
-def timed(step, steps: int, warm: int = 5) -> float:
+def timed(step, steps: int, warm: int = 5) -> tuple[float, float]:
+    """(seconds of the first ``warm`` steps — compilation happens there, milliseconds per step after them)."""
+    start = time.perf_counter()
     for i in range(warm):
         step(i)
+    warm_seconds = time.perf_counter() - start
     start = time.perf_counter()
     for i in range(warm, warm + steps):
         step(i)
-    return (time.perf_counter() - start) / steps * 1e3
+    return warm_seconds, (time.perf_counter() - start) / steps * 1e3
 
 
 def main() -> None:
@@ -131,12 +134,9 @@ def main() -> None:
     compile_seconds = []
     for _ in range(args.rounds):
         for name, make in routes.items():
-            step = make()
+            warm_seconds, per_step = timed(make(), args.steps)
             if name == "compile":
-                start = time.perf_counter()
-                step(0)
-                compile_seconds.append(time.perf_counter() - start)
-            per_step = timed(step, args.steps)
+                compile_seconds.append(warm_seconds)
             times[name].append(per_step / (SEEDS if name.startswith("vmap") else 1))
     base = statistics.median(times["book"])
     print(f"§11.3 mini GPT ({args.pos}), one thread, {args.rounds} rounds × {args.steps} steps; ms per step and seed")
@@ -144,7 +144,8 @@ def main() -> None:
         med = statistics.median(values)
         print(f"  {name:9s} {med:7.2f} ms  (range {min(values):.2f}–{max(values):.2f})  {base / med:5.2f}× the book's speed")
     if compile_seconds:
-        print(f"  compile: first step {statistics.median(compile_seconds):.1f} s (compilation), per round")
+        print(f"  compile: the first 5 steps took {', '.join(f'{s:.1f}' for s in compile_seconds)} s in the rounds "
+              "(compilation; torch reuses the compiled graphs in later rounds of one process)")
 
 
 if __name__ == "__main__":
