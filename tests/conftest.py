@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,13 @@ from typing import Iterator
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The browser tests drive the system Chromium through playwright; they never download a browser.
+CHROMIUM = Path(os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +72,25 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     with busy_cores(max(1, (os.cpu_count() or 1) - 1)):
         done = build_book(site)
     if done.returncode != 0:
+        report = ROOT / ".book-cache" / "report" / "drift.html"
+        if report.exists():  # kept beside the screenshots, for whoever reads the CI run
+            (ROOT / "artifacts").mkdir(exist_ok=True)
+            shutil.copyfile(report, ROOT / "artifacts" / "drift-report.html")
         pytest.fail(f"the book does not build while the machine is busy:\n{done.stdout}\n{done.stderr}", pytrace=False)
     sys.stderr.write(done.stderr[-3000:])  # the timing table, for the CI log
     return site
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """The system Chromium, driven by playwright; skips when either is missing."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: the browser tests need it (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip(f"no playwright to drive the Chromium at {CHROMIUM} (pip install playwright)")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

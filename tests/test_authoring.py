@@ -92,6 +92,8 @@ def test_accept_prints_old_to_new_after_a_deliberate_change(scratch: Path) -> No
     try:
         drift = run("mkdocs build --strict", scratch)
         assert drift.returncode != 0 and "top_weight: recorded 0.659" in drift.stdout + drift.stderr
+        report = scratch / ".book-cache" / "report" / "drift.html"
+        assert f"recorded vs now): {report}" in drift.stdout + drift.stderr and "top_weight" in report.read_text(encoding="utf-8")
         done = run(command("transformer_book accept"), scratch)
         assert done.returncode == 0, done.stderr
         assert re.search(r"~ top_weight: 0\.659\d* → 0\.8", done.stdout)

@@ -36,11 +36,6 @@ from conftest import ROOT
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path(os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
 SCREENSHOT_PAGES = {  # page → file name stem
     "lecture07/s03-scaling/": "lecture07-s03-scaling",
@@ -56,21 +51,6 @@ CJK = re.compile(r"[\u2e80-\u2fff\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uf900-\
 
 
 # --------------------------------------------------------------------------------------------- fixtures
-
-
-@pytest.fixture(scope="session")
-def chromium():
-    """The system Chromium, driven by playwright; skips when either is missing."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}: the browser tests need it (apt-get install chromium)")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip(f"no playwright to drive the Chromium at {CHROMIUM} (pip install playwright)")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

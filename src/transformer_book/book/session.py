@@ -363,11 +363,13 @@ class BookSession:
                 if path.resolve() not in known:
                     state.orphan_records.append(path)
 
-    def accept(self, only: list[str] | None, workers: int = 0,
-               keep_requirements: bool = False) -> tuple[BuildState, dict[str, list[Change]]]:
+    def accept(self, only: list[str] | None, workers: int = 0, keep_requirements: bool = False,
+               keys: dict[str, set[str]] | None = None) -> tuple[BuildState, dict[str, list[Change]]]:
         """Re-execute (fresh) and rewrite records; returns the changes per snippet (old → new).
         ``keep_requirements``: rerun only the named snippets; what they require comes from the cache when it
-        is there (accepting a consumer without training its producers again)."""
+        is there (accepting a consumer without training its producers again). ``keys``: per snippet, accept
+        only these results; the record keeps every other result as it was (and their drift stays)."""
+        keys = keys or {}
         fresh_only = tuple(only) if keep_requirements and only else ()
         state = self.build(Options(fresh=True, fresh_only=fresh_only, workers=workers, write_missing_records=False), only)
         diffs: dict[str, list[Change]] = {}
@@ -380,6 +382,13 @@ class BookSession:
                 old = None
             diffs[sid] = drift.compare(sid, old, st.results)
             new = records.build_record(sid, st.results, st.seconds, old)
+            if sid in keys:
+                unknown = keys[sid] - set(new["results"]) - set((old or {}).get("results", {}))
+                if unknown:
+                    raise ValueError(f"{sid} has no result {', '.join(sorted(unknown))}; it has "
+                                     + ", ".join(new["results"]))
+                new = records.accept_keys(old, new, keys[sid])
+                diffs[sid] = [ch for ch in diffs[sid] if ch.result in keys[sid]]
             # also when only what is recorded *about* a result changed (a claim's comparison, a format)
             if old is None or diffs[sid] or new["results"] != old.get("results"):
                 records.save(st.snippet.record_path, new)

@@ -96,6 +96,22 @@ def build_record(snippet: str, results: dict[str, Result], seconds: float | None
     return rec
 
 
+def accept_keys(old: dict[str, Any] | None, new: dict[str, Any], keys: set[str]) -> dict[str, Any]:
+    """``new`` for the results named in ``keys`` only: every other result, and the calibration, as ``old``
+    had them (so their drift is still reported). A named result that is no longer produced is dropped."""
+    if old is None:
+        return new
+    recorded = dict(old.get("results", {}))
+    for key in keys:
+        if key in new["results"]:
+            recorded[key] = new["results"][key]
+        else:
+            recorded.pop(key, None)
+    # The other results still come from the run the old provenance describes; say which ones are newer.
+    accepted = {**(old["provenance"].get("accepted") or {}), **{k: new["provenance"].get("date") for k in sorted(keys)}}
+    return {**old, "results": recorded, "provenance": {**old["provenance"], "accepted": accepted}}
+
+
 def calibrated_tolerance(record: dict[str, Any] | None, series: str) -> tuple[Tolerance | None, bool]:
     """(tolerance, not compared) of a trained series from the record's calibration; (None, False) if
     uncalibrated. A series that calibration could not band (``check`` is ``claims`` or ``varies``) is not

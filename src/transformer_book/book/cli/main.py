@@ -2,7 +2,8 @@
 
 - ``run SNIPPET``              run one snippet as the build would, show its results and a progress bar;
                                nothing is recorded (what it requires comes from the cache, or runs first)
-- ``accept [SNIPPET …]``       re-execute (fresh) and rewrite the records, printing old → new
+- ``accept [SNIPPET[:KEY] …]`` re-execute (fresh) and rewrite the records, printing old → new; with
+                               ``:KEY`` only that result is rewritten
 - ``calibrate [SNIPPET …]``    re-execute under perturbations and write calibrated tolerances for trained values
 - ``results --json FILE …``    compute results and write them as JSON (used by ``calibrate``)
 - ``timing``                   show the timing table of the last build
@@ -21,7 +22,13 @@ from transformer_book.book.cli.project import find_root, open_session
 
 
 def _normalise(ids: list[str]) -> list[str]:
-    return [s.removeprefix("snippets/").removesuffix(".py").removesuffix(".ipynb").removeprefix("docs/") for s in ids]
+    """``snippets/part/a.py`` → ``part/a``; a ``:KEY`` suffix is kept (``part/a:key``)."""
+    out = []
+    for item in ids:
+        sid, colon, key = item.partition(":")
+        sid = sid.removeprefix("snippets/").removesuffix(".py").removesuffix(".ipynb").removeprefix("docs/")
+        out.append(sid + colon + key)
+    return out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -54,15 +61,29 @@ def cmd_accept(args: argparse.Namespace) -> int:
     from transformer_book.book.checking import report
 
     session = open_session()
-    only = _normalise(args.snippets) or None
-    state, diffs = session.accept(only, workers=args.workers, keep_requirements=args.keep_requirements)
+    named = _normalise(args.snippets)
+    keys: dict[str, set[str]] = {}
+    for item in named:  # "lecture07/s11_train:dev_perplexity": just that result of the snippet
+        sid, _, key = item.partition(":")
+        if key:
+            keys.setdefault(sid, set()).add(key)
+    whole = {item for item in named if ":" not in item}
+    for sid in whole & set(keys):  # a snippet named whole as well is accepted whole
+        del keys[sid]
+    only = list(dict.fromkeys(item.partition(":")[0] for item in named)) or None
+    try:
+        state, diffs = session.accept(only, workers=args.workers, keep_requirements=args.keep_requirements,
+                                      keys=keys)
+    except ValueError as exc:
+        raise SystemExit(f"accept: {exc}") from None
     errors = report.error_report(state, {})
     false_claims = []
     for sid, changes in diffs.items():
         if not changes:
             print(f"{sid}: unchanged")
             continue
-        print(f"{sid}: {len(changes)} change(s) written to {state.snippets[sid].snippet.record_path.relative_to(session.project_root).as_posix()}")
+        only_keys = f" (only {', '.join(sorted(keys[sid]))}; the other results keep their record)" if sid in keys else ""
+        print(f"{sid}: {len(changes)} change(s) written to {state.snippets[sid].snippet.record_path.relative_to(session.project_root).as_posix()}{only_keys}")
         for ch in changes:
             if ch.kind == "claim":
                 false_claims.append(f"{sid}:{ch.result}")
@@ -158,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("snippet", help="e.g. lecture07/soft_lookup")
     p.set_defaults(func=cmd_run)
     p = sub.add_parser("accept", help="re-execute and rewrite records (all, or the snippets named)")
-    p.add_argument("snippets", nargs="*")
+    p.add_argument("snippets", nargs="*", help="SNIPPET, or SNIPPET:KEY to accept just that result")
     p.add_argument("--keep-requirements", action="store_true",
                    help="rerun only the snippets named; what they REQUIRE comes from the cache where it is there")
     p.add_argument("--workers", type=int, default=0)

@@ -17,10 +17,10 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
 
-from transformer_book.book.checking import claim_index
+from transformer_book.book.checking import claim_index, drift_page
 from transformer_book.book.site import config as book_config
 from transformer_book.book.site import fix_notebook_html, fix_search, mathjax
-from transformer_book.book.site.site_font import SiteFont
+from transformer_book.book.site.site_font import SiteFont, font_file
 from transformer_book.book.rendering import origin, page_notebook, pages
 from transformer_book.book.execution import pool
 from transformer_book.book.checking import records, report
@@ -192,11 +192,18 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                 raise PluginError("A snippet failed; the build stops.\n" + errors)
         for sid in state.new_records:
             log.info(f"new record written: snippets/{sid}.record.json (commit it with the snippet)")
-        for text in (report.records_report(state, self.options.ci), report.drift_report(state, self.usage)):
-            if text and self.options.ci:
-                raise PluginError(text)
-            if text:
-                log.warning(text)
+        drift_text = report.drift_report(state, self.usage)
+        if not self.options.select:  # a partial build sees part of the drift: it leaves the last report alone
+            shown = drift_page.write(self.session.report_dir, state.drift, state.snippets, self.usage,
+                                     self.project_root, Path(config.docs_dir),
+                                     font_file(self.config.webfont, self.project_root))
+            if shown is not None:  # printed last: the page to open before deciding anything
+                drift_text += f"\nDrift report (figures, tables and claims, recorded vs now): {shown}"
+        texts = [t for t in (report.records_report(state, self.options.ci), drift_text) if t]
+        if texts and self.options.ci:
+            raise PluginError("\n".join(texts))
+        for text in texts:
+            log.warning(text)
         uncited = report.uncited_claims(state, self.usage)
         if uncited and not self.options.select:
             log.warning(uncited)
