@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+ENV = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "BOOK_PDF": "0"}  # the build, not the print edition
 for var in ("BOOK_CI", "BOOK_FRESH", "BOOK_EXECUTE"):
     ENV.pop(var, None)
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (or refreshes) the project's virtual environment in .venv: Python packages only, no apt.
 #   bash scripts/setup.sh        what building and serving the book need
+#   bash scripts/setup.sh print  … and what prints the PDF edition (playwright; Chromium itself is the system's)
 #   bash scripts/setup.sh test   … and what the tests need (playwright, nbclient, dask, s3fs, moto)
 # Idempotent: reinstalls only when pyproject.toml changed since the last successful set-up (or when the
 # tests' packages are wanted and only the book's were installed).

@@ -15,6 +15,8 @@ option              environment            meaning
                                            (``s3://bucket/prefix``, ``file:///shared/dir``)
 ``executor``        ``BOOK_EXECUTOR``      ``local`` (processes on this machine) or ``dask://host:port``
                                            (a Dask cluster, docs/authoring-cluster.md)
+``pdf``             ``BOOK_PDF=0``         print the whole book into one PDF after ``mkdocs build``
+                                           (:mod:`.print_edition`; skipped, saying why, without Chromium)
 (none)              ``BOOK_ONLY=a/*,b/x``  run only these snippets (globs); others show placeholders
 ==================  =====================  ===============================================================
 """
@@ -63,6 +65,7 @@ class BookConfig(base.Config):
     # otherwise). A module that is not installed is skipped.
     preload = c.ListOfItems(c.Type(str), default=["torch.optim", "torch._dynamo"])
     watch = c.ListOfItems(c.Type(str), default=["src", "snippets", "data"])
+    pdf = c.Type(bool, default=False)  # the print edition (never under serve)
 
 
 def env_flag(environ: Mapping[str, str], name: str, default: bool) -> bool:
@@ -84,6 +87,10 @@ def options(cfg: BookConfig, environ: Mapping[str, str] = os.environ) -> Options
         # CI always runs everything; an author may build just the part being written.
         select=() if ci else tuple(p.strip() for p in environ.get("BOOK_ONLY", "").split(",") if p.strip()),
     )
+
+
+def pdf(cfg: BookConfig, environ: Mapping[str, str] = os.environ) -> bool:
+    return env_flag(environ, "BOOK_PDF", cfg.pdf)
 
 
 def cache_dir(cfg: BookConfig, project_root: Path, environ: Mapping[str, str] = os.environ) -> Path | str:

@@ -19,7 +19,7 @@ from mkdocs.structure.files import File, Files
 
 from transformer_book.book.checking import claim_index, drift_page
 from transformer_book.book.site import config as book_config
-from transformer_book.book.site import fix_notebook_html, fix_search, mathjax
+from transformer_book.book.site import fix_notebook_html, fix_search, mathjax, print_edition
 from transformer_book.book.site.site_font import SiteFont, font_file
 from transformer_book.book.rendering import origin, page_notebook, pages
 from transformer_book.book.execution import pool
@@ -52,6 +52,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.views: dict[str, page_notebook.SnippetView] | None = None  # this build's, made at its first page
         self.font = SiteFont()  # the web font of this build, cut while the pages render
         self.memory = PageMemory()  # titles and anchors of pages a dirty rebuild does not read
+        self.print_pdf = False  # this build prints the book into a PDF (print_edition)
+        self.nav: Any = None
 
     # -- set-up --------------------------------------------------------------------------------------
 
@@ -93,6 +95,12 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             self.background = BackgroundBuild(self.session, self.options, self.session.cache.root / "serve" / "landed",
                                               log=log.info, log_error=log.error)
         self._start_early(config)
+        self.print_pdf = False
+        if book_config.pdf(cfg) and not self.serving:
+            why_not = print_edition.unavailable()
+            if why_not:
+                log.info(f"print edition skipped: {why_not}")
+            self.print_pdf = not why_not
         if cfg.mathjax and mathjax.URI not in [str(s) for s in config.extra_javascript]:
             config.extra_javascript.append(mathjax.URI)
         if origin.SCRIPT not in [str(s) for s in config.extra_javascript]:
@@ -258,8 +266,14 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
 
     # -- pages ---------------------------------------------------------------------------------------
 
+    def on_nav(self, nav: Any, *, config: Any, files: Files) -> Any:
+        self.nav = nav  # the print edition's page order
+        return nav
+
     def on_page_markdown(self, markdown: str, *, page: Any, config: Any, files: Files) -> str:
         page_path = page.file.src_uri
+        if self.print_pdf and page.is_homepage:  # the PDF is printed at the end of this build
+            markdown += print_edition.HOME_LINK.format(name=print_edition.PDF_NAME)
         self.renderer.page_url = page.url
         offset = pages.front_matter_lines(page.file.abs_src_path, markdown)
         try:
@@ -380,6 +394,18 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
 
     # -- the end -------------------------------------------------------------------------------------
 
+    def _print(self, site_dir: Path, config: Any) -> None:
+        import time
+
+        started = time.perf_counter()
+        try:
+            pdf = print_edition.build(site_dir, print_edition.entries(self.nav), config.site_name)
+        except Exception as exc:  # the home page links the PDF: a failed print is a broken site
+            log.warning(f"the print edition could not be printed: {type(exc).__name__}: {exc}")
+            return
+        log.info(f"print edition: {pdf.name}, {pdf.stat().st_size // 1024} KB, "
+                 f"{time.perf_counter() - started:.1f} s")
+
     def on_build_error(self, *, error: Exception) -> None:
         # `mkdocs build` failed (or was interrupted): no snippet may go on running. Under serve a failed
         # rebuild leaves the background build alone; it ends with the server (on_shutdown).
@@ -402,6 +428,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             self.background.release()  # the pages are written: now the snippets may have the cores
         for warning in fix_search.patch(site_dir):
             log.warning(warning + " (tests/test_browser.py checks that typed Chinese terms are searched whole)")
+        if self.print_pdf and self.nav is not None:
+            self._print(site_dir, config)
         if self.state is None or not self.options.execute or self.session is None:
             return
         table = report.timing_table(self.timing_rows)
