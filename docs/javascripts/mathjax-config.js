@@ -14,6 +14,9 @@ window.MathJax = {
     ignoreHtmlClass: ".+",
     processHtmlClass: "arithmatex|jp-RenderedMarkdown"
   },
+  // \text{…} in the surrounding font: the Chinese labels of a formula (上下括号下的说明) drawn with the
+  // book's web font, not with MathJax's own fonts, which hold no Chinese characters.
+  svg: { mtextInheritFont: true },
   loader: { load: [] },
   startup: { typeset: true }
 };

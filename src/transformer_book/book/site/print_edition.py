@@ -58,6 +58,8 @@ mjx-container svg { max-width: 100%; }
 .md-typeset details { break-inside: auto; }
 .md-typeset details > summary::after { display: none; }
 .print-code-ref { color: #555; font-size: .9em; margin: .2em 0 1em; }
+.book-caption { break-after: avoid; }  /* a table's caption stays with its table */
+.zeroclipboard-container, .md-clipboard { display: none !important; }
 .book-notebook-download, .md-content__button, .headerlink, .book-src-anchor, .book-origin-badge {
   display: none !important; }
 a { color: inherit; }
