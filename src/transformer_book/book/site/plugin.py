@@ -399,7 +399,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
 
         started = time.perf_counter()
         try:
-            pdf = print_edition.build(site_dir, print_edition.entries(self.nav), config.site_name)
+            pdf = print_edition.build(site_dir, print_edition.entries(self.nav), config.site_name,
+                                      config.site_description or "")
         except Exception as exc:  # the home page links the PDF: a failed print is a broken site
             log.warning(f"the print edition could not be printed: {type(exc).__name__}: {exc}")
             return

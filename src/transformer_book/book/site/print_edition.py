@@ -40,7 +40,8 @@ body { font-size: 10.5pt; }
 .print-part { break-before: page; font-size: 1.9em; margin: 30% 0 0; text-align: center; }
 .print-page { break-before: page; }
 .print-cover { text-align: center; margin-top: 35%; }
-.print-cover h1 { font-size: 2.6em; margin-bottom: .3em; }
+.print-cover h1 { font-size: 2.8em; margin-bottom: .4em; color: #212121; font-weight: 600; }
+.print-cover p { font-size: 1.15em; color: #424242; }
 .print-toc ol { list-style: none; padding-left: 1.2em; }
 .print-toc > ol { padding-left: 0; }
 .print-toc a { color: inherit; text-decoration: none; }
@@ -132,7 +133,7 @@ def article(site_dir: Path, entry: Entry, known: set[str]) -> str:
     return _ATTR.sub(resolve, body)
 
 
-def combine(site_dir: Path, entries: list[Entry], title: str) -> str:
+def combine(site_dir: Path, entries: list[Entry], title: str, description: str = "") -> str:
     """The whole book as one HTML file that sits in ``site_dir`` (its URLs are relative to the site root)."""
     home = _html_file(site_dir, entries[0].url).read_text(encoding="utf-8") if entries else ""
     sheets = re.findall(r'<link rel="stylesheet" href="([^"]+)"', home)
@@ -152,12 +153,12 @@ def combine(site_dir: Path, entries: list[Entry], title: str) -> str:
             f"<title>{html.escape(title)}</title>{links}<style>{PRINT_CSS}</style>"
             '<script src="javascripts/mathjax-config.js"></script><script src="assets/mathjax/tex-svg-full.js"></script>'
             '</head><body class="md-typeset"><div class="md-typeset">'
-            f'<div class="print-cover"><h1>{html.escape(title)}</h1><p>印刷版</p></div>'
+            f'<div class="print-cover"><h1>{html.escape(title)}</h1><p>{html.escape(description)}</p><p>印刷版</p></div>'
             f'<nav class="print-toc print-page"><h2>目录</h2><ol>{"".join(toc)}</ol></nav>'
             + "".join(body) + "</div></body></html>")
 
 
-def build(site_dir: Path, entries: list[Entry], title: str, timeout_s: float = 600) -> Path:
+def build(site_dir: Path, entries: list[Entry], title: str, description: str = "", timeout_s: float = 600) -> Path:
     """Print the book into ``site_dir / PDF_NAME`` (written whole or not at all); returns its path."""
     from playwright.sync_api import sync_playwright
 
@@ -166,7 +167,7 @@ def build(site_dir: Path, entries: list[Entry], title: str, timeout_s: float = 6
     fd, tmp = tempfile.mkstemp(prefix=".print-", suffix=".html", dir=site_dir)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(combine(site_dir, entries, title))
+            f.write(combine(site_dir, entries, title, description))
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
             try:
