@@ -6,14 +6,16 @@ outside the page. Skipped without Chromium and playwright (the build then skips 
 from __future__ import annotations
 
 import html
+import os
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
-
-pytestmark = pytest.mark.browser
 
 PDF = "transformer-book.pdf"
 MARGIN_PT = 16 * 72 / 25.4  # the left/right page margin print_edition asks Chromium for
@@ -49,6 +51,7 @@ def squeeze(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
+@pytest.mark.browser
 def test_the_home_page_links_the_pdf_and_the_page_count_is_plausible(built_site: Path, pdf) -> None:
     _, doc, texts = pdf
     home = (built_site / "index.html").read_text(encoding="utf-8")
@@ -60,6 +63,7 @@ def test_the_home_page_links_the_pdf_and_the_page_count_is_plausible(built_site:
     assert all(re.search(r"\d+ / %d" % len(doc), t) for t in texts[2:])  # every page numbered in its footer
 
 
+@pytest.mark.browser
 def test_every_figure_of_the_printed_pages_is_drawn_in_the_pdf(built_site: Path, pdf) -> None:
     _, doc, texts = pdf
     squeezed = [squeeze(t) for t in texts]
@@ -80,6 +84,7 @@ def test_every_figure_of_the_printed_pages_is_drawn_in_the_pdf(built_site: Path,
         assert drawn > 20, f"figure {caption[:30]} has no drawing near its caption"
 
 
+@pytest.mark.browser
 def test_every_font_is_embedded_and_the_chinese_text_is_real_text(pdf) -> None:
     pypdf = pytest.importorskip("pypdf")
     path, _, texts = pdf
@@ -102,6 +107,7 @@ def test_every_font_is_embedded_and_the_chinese_text_is_real_text(pdf) -> None:
     assert "自注意力" in "".join(texts)  # Chinese glyphs carry their Unicode: searchable, copyable
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("url", THREE_PAGES)
 def test_the_generated_values_of_a_page_are_printed_exactly_as_its_html_shows_them(built_site: Path, pdf, url: str) -> None:
     _, _, texts = pdf
@@ -124,6 +130,7 @@ def test_the_generated_values_of_a_page_are_printed_exactly_as_its_html_shows_th
         at = found + len(v)
 
 
+@pytest.mark.browser
 def test_no_text_runs_past_the_right_margin_or_off_the_page(pdf) -> None:
     _, doc, _ = pdf
     outside = []
@@ -136,3 +143,24 @@ def test_no_text_runs_past_the_right_margin_or_off_the_page(pdf) -> None:
             if left < 0 or bottom < 0 or top > height or right > width - MARGIN_PT + 2:
                 outside.append(f"page {i + 1}: {tp.get_text_bounded(left, bottom, right, top)[:40]!r} at x {left:.0f}–{right:.0f}")
     assert not outside, "\n".join(outside[:20])
+
+
+def test_without_chromium_the_build_says_so_skips_the_pdf_and_links_nothing(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# 首页\n\n正文。\n", encoding="utf-8")
+    (tmp_path / "mkdocs.yml").write_text(textwrap.dedent("""\
+        site_name: t
+        plugins:
+          - book:
+              mathjax: false
+              pdf: true
+        markdown_extensions: [admonition, pymdownx.details, pymdownx.superfences, md_in_html, tables]
+        """), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BOOK_")}
+    env.update(NO_MKDOCS_2_WARNING="1", BOOK_CHROMIUM=str(tmp_path / "no-chromium"))
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"print edition skipped: no Chromium at {tmp_path / 'no-chromium'}" in done.stderr
+    assert not (tmp_path / "site" / PDF).exists()
+    assert PDF not in (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
