@@ -101,7 +101,8 @@ class _Page:
         return '<ul class="where">' + "".join(items) + "</ul>"
 
     # -- one result, by type
-    def figure(self, key: str, old: dict[str, Any] | None, new: Figure | None, changes: list[Change]) -> str:
+    def figure(self, key: str, old: dict[str, Any] | None, new: Figure | None, changes: list[Change],
+               record: dict[str, Any] | None) -> str:
         changed = {ch.path for ch in changes}
         old_plotted = (old or {}).get("plotted", {})
         new_plotted = new.plotted if new is not None else {}
@@ -116,7 +117,7 @@ class _Page:
                 parts.append('<div class="panels">' + "".join(panels) + "</div>")
         data_changes = [ch for ch in changes if ch.path.startswith(f"{key}.data.")]
         if data_changes:
-            parts.append(self.values(data_changes, old))
+            parts.append(self.values(data_changes, record))
         if new is not None and new.svg:
             parts.append('<details class="now"><summary>现在的图（如网站所示）</summary>' + new.svg + "</details>")
         return "".join(parts)
@@ -231,7 +232,7 @@ def render(drift: list[Change], snippets: dict[str, Any], usage: dict[tuple[str,
             if isinstance(result, Claim) or (result is None and (old or {}).get("type") == "claim"):
                 body.append(page.claim(key, old, result if isinstance(result, Claim) else None, changes, record))
             elif isinstance(result, Figure) or (result is None and (old or {}).get("type") == "figure"):
-                body.append(page.figure(key, old, result if isinstance(result, Figure) else None, changes))
+                body.append(page.figure(key, old, result if isinstance(result, Figure) else None, changes, record))
             elif isinstance(result, Table) or (result is None and (old or {}).get("type") == "table"):
                 body.append(page.table(key, old, result if isinstance(result, Table) else None, changes))
             else:
