@@ -30,11 +30,11 @@ from transformer_book.book.results import TRAINED, Claim, Figure, Result, Table,
 FILE_NAME = "drift.html"
 
 STYLE = """
-body{font-family:system-ui,-apple-system,"Book CJK","Noto Sans CJK SC",sans-serif;margin:0 auto;max-width:1100px;
+body{font-family:"Book CJK","Noto Sans CJK SC",system-ui,-apple-system,sans-serif;margin:0 auto;max-width:1100px;
  padding:1rem;line-height:1.55;color:#212121}
 h1{font-size:1.6rem}h2{font-size:1.25rem;border-top:2px solid #1565c0;padding-top:.6rem;margin-top:2rem;
  overflow-wrap:anywhere}h3{font-size:1.05rem;overflow-wrap:anywhere}
-code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:.9em;overflow-wrap:anywhere}
+code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace,"Book CJK";font-size:.9em;overflow-wrap:anywhere}
 .scroll{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ddd;padding:.25rem .5rem;text-align:right;
  white-space:nowrap}th{background:#f5f5f5}td.text{text-align:left}
@@ -47,7 +47,7 @@ tr.added td{background:#e8f5e9}tr.removed td{background:#fde0dc;text-decoration:
 .verdict{display:inline-block;padding:0 .4rem;border-radius:3px;color:#fff;background:#b71c1c;font-size:.85em}
 .verdict.noisy{background:#ef6c00}.verdict.other{background:#546e7a}
 .where{font-size:.92em;color:#424242;margin:.3rem 0 .8rem}.where li{overflow-wrap:anywhere}
-.cmd{background:#f5f5f5;padding:.4rem .6rem;font-family:ui-monospace,Menlo,Consolas,monospace;
+.cmd{background:#f5f5f5;padding:.4rem .6rem;font-family:ui-monospace,Menlo,Consolas,monospace,"Book CJK";
  overflow-wrap:anywhere}
 nav li{overflow-wrap:anywhere}
 """
