@@ -770,9 +770,12 @@ def test_a_page_with_results_gets_a_runnable_notebook_that_reproduces_its_number
     write(project / "snippets" / "part" / "c.py", NOTEBOOK_SNIPPET)
     write(project / "docs" / "part" / "page2.md", NOTEBOOK_PAGE)
     site = project / "site"
+    written = []
     for _ in range(2):  # the first build writes the records
         done = mkdocs_build(project, "-d", str(site))
         assert done.returncode == 0, done.stdout + done.stderr
+        written.append((site / "part" / "page2" / "page2.ipynb").read_bytes())
+    assert written[0] == written[1], "two builds of one page write the same notebook (cell ids included)"
     html = (site / "part" / "page2" / "index.html").read_text(encoding="utf-8")
     assert 'href="page2.ipynb" download' in html
     nb = nbformat.read(site / "part" / "page2" / "page2.ipynb", as_version=4)

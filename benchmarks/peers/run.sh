@@ -29,6 +29,10 @@ if ! "$py" -c 'import mkdocs, material, mkdocs_jupyter, markdown_exec, jupytext,
   exit 2
 fi
 
+# Every tool is measured as installed: pip byte-compiled the peers into site-packages; the book engine is an
+# editable install, so compile its source the same way (scripts/setup.sh does it too). Without this, each build
+# of `ours` would compile the engine from source, since the builds run with PYTHONDONTWRITEBYTECODE.
+"$py" -m compileall -q "$root/src/transformer_book" >/dev/null
 export PYTHONDONTWRITEBYTECODE=1   # keep __pycache__ out of this folder
 mkdir -p "$work"
 "$py" "$here/make_variants.py" --out "$work" >&2

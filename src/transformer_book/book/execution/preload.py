@@ -25,4 +25,6 @@ try:
 except ImportError:  # pragma: no cover - torch is a dependency of the book, not of the engine
     pass
 
-from transformer_book.book.execution import worker  # noqa: E402, F401
+from transformer_book.book.execution import worker  # noqa: E402
+
+worker.snapshot_engine()  # the engine code every process forked from here runs, hashed before any file is saved

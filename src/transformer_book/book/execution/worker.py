@@ -453,11 +453,9 @@ def check_results(snippet: str, results: Any) -> None:
                             "Value is one number, string or boolean in a sentence — use a Table for several")
 
 
-def _snapshot_engine() -> None:
-    """The forkserver imports this module while it preloads: hash the engine modules loaded so far now, for
-    they are the code every snippet process forked from it runs — even if a file is saved later."""
+def snapshot_engine() -> None:
+    """Called by :mod:`.preload` in the forkserver (and a fresh process): hash the engine modules loaded so far
+    now, for they are the code every snippet process forked from it runs — even if a file is saved later.
+    (Not at import: the build's own process imports this module too and has no use for the hashes.)"""
     for p, _ in _module_files(None):
         _remember(p)
-
-
-_snapshot_engine()

@@ -140,13 +140,13 @@ def _claim_margin(key: str, claim: Claim, record: dict[str, Any] | None) -> str:
 
 # Characters that Markdown's inline patterns (math, code spans, links, escapes, emphasis) act on before
 # raw HTML is protected: written as character references, which the browser reads back as the character.
-_MARKDOWN_ACTIVE = {c: f"&#{ord(c)};" for c in "\\`$[]*_~^{}!"}
+_MARKDOWN_ACTIVE = str.maketrans({c: f"&#{ord(c)};" for c in "\\`$[]*_~^{}!"})
 
 
 def attribute(origin: dict[str, str]) -> str:
     """``data-origin="…"``: the origin as escaped JSON, ready to put inside a tag (and safe from Markdown)."""
     text = html.escape(json.dumps(origin, ensure_ascii=False), quote=True)
-    return 'data-origin="' + "".join(_MARKDOWN_ACTIVE.get(c, c) for c in text) + '"'
+    return 'data-origin="' + text.translate(_MARKDOWN_ACTIVE) + '"'
 
 
 def badge(origin: dict[str, str]) -> str:

@@ -5,12 +5,18 @@ first result of each snippet, a code cell with the snippet's code exactly as the
 ``results[...] = run(compute)``); where the page places a table, figure or block, a cell that shows it; after
 a paragraph with inline numbers, a cell that shows those numbers. Long trainings (and the models that other
 snippets ``REQUIRES``) are taken from the book's result cache by :func:`.in_jupyter.built`, in a cell that
-says so and how to retrain. The format is written with ``nbformat``; the cells run with
-:mod:`.in_jupyter`.
+says so and how to retrain. The cells run with :mod:`.in_jupyter`.
+
+The notebook is written as nbformat 4.5 JSON directly (plain dicts, the layout ``nbformat.writes`` gives), not
+through ``nbformat``: its cell constructors validate every cell against the JSON schema, which compiles a
+validator on first use — a tenth of a second on every warm build for notebooks that are the same each time.
+The tests validate what is written with ``nbformat``. Cell ids are derived from the cell's place and text, so
+that two builds of one page write the same bytes (``nbformat`` draws random ids).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -87,11 +93,17 @@ def _name(sid: str, part: str) -> str:
     return sid.split("/", 1)[1] if sid.startswith(part + "/") else sid
 
 
+def _cell(cell_type: str, source: str, index: int) -> dict[str, Any]:
+    """One nbformat 4.5 cell; its id (1–64 of ``[A-Za-z0-9-_]``) from its place and text."""
+    digest = hashlib.sha256(f"{index}\x00{source}".encode()).hexdigest()[:16]
+    cell: dict[str, Any] = {"cell_type": cell_type, "id": f"c{index}-{digest}", "metadata": {}, "source": source}
+    if cell_type == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell
+
+
 class _Writer:
     def __init__(self, part: str, snippets: dict[str, SnippetView], shown_source: Any) -> None:
-        import nbformat.v4 as v4
-
-        self.v4 = v4
         self.part = part
         self.snippets = snippets
         self.shown_source = shown_source
@@ -102,10 +114,10 @@ class _Writer:
     def md(self, text: str) -> None:
         text = text.strip("\n")
         if text.strip():
-            self.cells.append(self.v4.new_markdown_cell(text))
+            self.cells.append(_cell("markdown", text, len(self.cells)))
 
     def code(self, text: str) -> None:
-        self.cells.append(self.v4.new_code_cell(text.strip("\n")))
+        self.cells.append(_cell("code", text.strip("\n"), len(self.cells)))
 
     def key(self, sid: str) -> str:
         return json.dumps(_name(sid, self.part), ensure_ascii=False)  # a Python string literal, whatever the name holds
@@ -146,9 +158,7 @@ class _Writer:
 
 def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict[str, SnippetView],
           shown_source: Any) -> Any | None:
-    """The notebook of a page (an ``nbformat`` notebook), or None if the page shows no results."""
-    import nbformat.v4 as v4
-
+    """The notebook of a page (nbformat 4.5 as a dict), or None if the page shows no results."""
     part = page.split("/", 1)[0]
     refs: list[pages.Ref] = []
 
@@ -205,11 +215,10 @@ def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict
             flush()
         buffer.append(line)
     flush()
-    nb = v4.new_notebook(cells=w.cells)
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nb.metadata["transformer_book"] = {"page": page, "snippets": sorted(w.defined)}
-    return nb
+    return {"cells": w.cells, "nbformat": 4, "nbformat_minor": 5,
+            "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+                         "language_info": {"name": "python"},
+                         "transformer_book": {"page": page, "snippets": sorted(w.defined)}}}
 
 
 # -- in the site ----------------------------------------------------------------------------------------
@@ -230,13 +239,19 @@ def download_button(file_name: str) -> str:
             f'title="下载本页的 Jupyter notebook（可运行）">{DOWNLOAD_ICON}</a>')
 
 
-def write(site_dir: Path, folder: str, file_name: str, notebook: Any) -> Path:
-    import nbformat
+def notebook_json(notebook: dict[str, Any]) -> str:
+    """The file's text, laid out as ``nbformat.write`` lays out a file (multi-line sources as lists of lines)."""
+    def lines(cell: dict[str, Any]) -> dict[str, Any]:
+        return {**cell, "source": cell["source"].splitlines(keepends=True)}
 
+    return json.dumps({**notebook, "cells": [lines(c) for c in notebook["cells"]]},
+                      sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def write(site_dir: Path, folder: str, file_name: str, notebook: dict[str, Any]) -> Path:
     from transformer_book.book.files import atomic_write_text
 
-    nbformat.validate(notebook)
     target = site_dir / folder / file_name
     target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, nbformat.writes(notebook))
+    atomic_write_text(target, notebook_json(notebook))
     return target
