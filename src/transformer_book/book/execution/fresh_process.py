@@ -1,7 +1,8 @@
-"""One snippet in a fresh Python interpreter started by ``subprocess`` (where a forkserver cannot be used).
+"""One snippet in a process of its own on a Dask worker, forked from the worker's preloaded :mod:`.zygote`.
 
-A Dask worker is a daemon process, and daemon processes may not start ``multiprocessing`` children; so a
-cluster task starts a new interpreter instead (two or three seconds more per snippet than a forked one).
+A Dask worker is a daemon process, and daemon processes may not start ``multiprocessing`` children; so the
+worker starts one preloaded interpreter with ``subprocess`` (the zygote) and has it fork a process per snippet,
+which starts with torch, numpy and matplotlib loaded, as a local one does.
 
 The child runs :func:`.worker.run_snippet` exactly as a local worker does (seeds, threads, Matplotlib settings),
 with the *build's* numerical settings (``BOOK_THREADS``, ``ATEN_CPU_CAPABILITY`` … of :mod:`.environment`)
@@ -20,15 +21,13 @@ import importlib
 import os
 import pickle
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Callable
 
-from transformer_book.book.environment import NUMERICAL_VARIABLES
 from transformer_book.book.execution.lifetime import end_with
+from transformer_book.book.execution.zygote import LOST, ZYGOTE
 from transformer_book.book.types import Outcome, SnippetError, Task
 
 
@@ -43,7 +42,11 @@ class ProcessDied(RuntimeError):
         return self.message
 
 
-def _describe(returncode: int) -> str:
+def _describe(returncode: int | None) -> str:
+    if returncode is None:
+        return "it did not end when killed"
+    if returncode == LOST:
+        return "its worker's snippet starter died with it"
     if returncode < 0:
         try:
             return f"killed by {signal.Signals(-returncode).name}"
@@ -52,63 +55,58 @@ def _describe(returncode: int) -> str:
     return f"exit status {returncode}"
 
 
-# Set by Dask's nanny in every worker (``distributed.nanny.pre-spawn-environ``) so that the worker gives freed
-# memory back to the system: glibc then trims its heap above 64 KiB on every free. A training allocates and
-# frees tensors of that size at every step, so a snippet that inherited it ran each step about 1.35 × slower
-# (the cluster's whole book took 1.2–1.9 × as long per snippet as the local pool). A snippet process gets the
-# allocator a local one has.
-NOT_INHERITED = ("MALLOC_TRIM_THRESHOLD_",)
 KILL_GRACE = 5.0  # as for a local snippet process: seconds past its announced timeout before it is killed
 POLL_SECONDS = 0.5
 
 
 def run_in_fresh_process(task: Task, settings: dict[str, str],
                          should_stop: Callable[[], bool] = lambda: False) -> Outcome:
-    """Run ``task`` in a new interpreter with the numerical ``settings``; its Outcome, or :class:`ProcessDied`.
+    """Run ``task`` in a process of its own (forked by the worker's zygote, which runs with the numerical
+    ``settings``); its Outcome, or :class:`ProcessDied`.
 
     The child is killed (its whole session) when ``should_stop()`` turns true — the build was stopped, so the
     Dask task was cancelled, and Dask cannot interrupt the thread that waits here — and when it is still running
     ``KILL_GRACE`` seconds after the timeout it announced (a hang SIGALRM cannot stop)."""
     with tempfile.TemporaryDirectory(prefix="book-task-") as tmp:
         task_file, out_file, log_file = Path(tmp) / "task.pickle", Path(tmp) / "outcome.pickle", Path(tmp) / "output.txt"
-        deadline_file = Path(tmp) / "deadline"
+        deadline_file, status_file = Path(tmp) / "deadline", Path(tmp) / "status"
         task_file.write_bytes(pickle.dumps(task))
-        env = {k: v for k, v in os.environ.items() if k not in NUMERICAL_VARIABLES and k not in NOT_INHERITED}
-        env.update(settings)
         started = time.monotonic()
-        with open(log_file, "wb") as log:
-            proc = subprocess.Popen([sys.executable, "-m", __name__, str(task_file), str(out_file), str(deadline_file)],
-                                    env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True)
-            stopped = ""
-            try:
-                while True:
-                    try:
-                        returncode = proc.wait(timeout=POLL_SECONDS)
-                        break
-                    except subprocess.TimeoutExpired:
-                        pass
-                    if should_stop():
-                        stopped = "stopped: the build was interrupted while it ran"
-                    else:
-                        limit = _announced(deadline_file)
-                        if limit and time.monotonic() - started > limit + KILL_GRACE:
-                            stopped = (f"SnippetTimeout: the snippet ran longer than its timeout of {limit:g} s and did "
-                                       f"not stop (killed after {time.monotonic() - started:.1f} s: a hang outside "
-                                       "Python code, e.g. in a native library, or a blocked SIGALRM)")
-                    if stopped:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                        proc.wait()
-                        return Outcome(snippet=task.snippet, error=SnippetError(stopped, task.path, 0, ""))
-            finally:
-                if proc.poll() is None:  # this thread was interrupted: take the snippet's process with it
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+        child = ZYGOTE.fork([str(task_file), str(out_file), str(deadline_file)], log_file, status_file, settings)
+        stopped = ""
+        try:
+            while (returncode := child.wait(POLL_SECONDS)) is None:
+                if should_stop():
+                    stopped = "stopped: the build was interrupted while it ran"
+                else:
+                    limit = _announced(deadline_file)
+                    if limit and time.monotonic() - started > limit + KILL_GRACE:
+                        stopped = (f"SnippetTimeout: the snippet ran longer than its timeout of {limit:g} s and did "
+                                   f"not stop (killed after {time.monotonic() - started:.1f} s: a hang outside "
+                                   "Python code, e.g. in a native library, or a blocked SIGALRM)")
+                if stopped:
+                    _kill(child.pid)
+                    child.wait(KILL_GRACE)
+                    return Outcome(snippet=task.snippet, error=SnippetError(stopped, task.path, 0, ""))
+        finally:
+            if child.poll() is None:  # this thread was interrupted: take the snippet's process with it
+                _kill(child.pid)
+                child.wait(KILL_GRACE)
         if out_file.is_file():
             outcome: Outcome = pickle.loads(out_file.read_bytes())
             return outcome
         output = log_file.read_text(encoding="utf-8", errors="replace").strip()[-2000:]
         raise ProcessDied(f"the process running {task.snippet} died ({_describe(returncode)})", output)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)  # its session: the snippet and anything it started
+    except ProcessLookupError:
+        try:
+            os.kill(pid, signal.SIGKILL)  # forked a moment ago, before it made its session
+        except ProcessLookupError:
+            pass
 
 
 def _announced(deadline_file: Path) -> float:
@@ -134,6 +132,3 @@ def main(task_file: str, out_file: str, deadline_file: str = "") -> None:
     tmp.write_bytes(pickle.dumps(outcome))
     tmp.replace(out_file)  # whole or absent
 
-
-if __name__ == "__main__":
-    main(*sys.argv[1:4])
