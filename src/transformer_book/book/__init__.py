@@ -10,8 +10,8 @@ the comparisons, and ``record``/``claim`` for notebook pages). The engine is lai
   (versions and numerical settings: cache keys and provenance), ``files`` (atomic writes, hashing), and
   ``session`` (one build: plan, cache, execute, check — the only module that uses every room);
 - ``execution/`` – running snippets: ``worker`` (one snippet in a fresh process, fixed seeds and threads, the
-  exact bytes it ran), ``pool`` (the local forkserver), ``fresh_process``, ``dask_executor`` and ``identity``
-  (a cluster), ``lifetime``, ``notebook`` (notebook pages as snippets), ``preload``/``forkserver_exit``;
+  exact bytes it ran), ``pool`` (the local forkserver), ``fresh_process``, ``zygote``, ``dask_executor`` and
+  ``identity`` (a cluster), ``lifetime``, ``notebook`` (notebook pages as snippets), ``preload``/``forkserver_exit``;
 - ``storage/`` – keeping results: ``cache`` (content-addressed entries and blobs), ``store`` (a folder or an
   fsspec URL);
 - ``checking/`` – ``records`` (committed beside each snippet), ``drift`` (fresh against recorded, by kind),

@@ -9,8 +9,9 @@ cluster has worker threads. On the worker, a task
 2. fetches the artifacts of the snippets it requires from the shared cache into a temporary folder, verified
    as the build verifies them (right hash, data only, :func:`.cache.fetch_blob`) — artifacts travel through
    the cache, never through the scheduler;
-3. runs the snippet in a fresh Python process (:mod:`.fresh_process`) with the build's seeds and numerical
-   settings, so a record does not depend on where its snippet ran;
+3. runs the snippet in a process of its own, forked from the worker's preloaded zygote (:mod:`.fresh_process`,
+   :mod:`.zygote`), with the build's seeds and numerical settings, so a record does not depend on where its
+   snippet ran;
 4. puts the artifacts it produced into the shared cache, and returns the results (numbers, tables, SVG text).
 
 The build then writes the entry (:meth:`.cache.Cache.store`), so an entry exists only for a whole, successful

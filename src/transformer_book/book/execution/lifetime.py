@@ -2,8 +2,8 @@
 
 A stopped build (Ctrl-C, a cancelled CI job, a restarted ``serve``) must not leave a training running for
 minutes on cores nobody waits for. Local workers are forked by the forkserver, not by the build, and each
-holds the forkserver's "alive" pipe open, so neither side notices on its own; a snippet run in a fresh
-interpreter on a Dask worker (:mod:`.fresh_process`) has the same problem with its worker. So every snippet
+holds the forkserver's "alive" pipe open, so neither side notices on its own; a snippet forked by a Dask
+worker's zygote (:mod:`.zygote`) has the same problem with the zygote. So every snippet
 process watches the process it works for and kills itself when that one is gone.
 """
 
