@@ -327,6 +327,11 @@ class Figure(Result):
         _check_kind(self.kind, self.tolerance, "Figure")
         self.data = plain(dict(self.data))
 
+    @property
+    def kinds(self) -> set[str]:
+        """Every number of a figure has the figure's kind (none if it plots no number)."""
+        return {self.kind} if next(iter(self.numbers("x")), None) is not None else set()
+
     def numbers(self, key: str) -> Iterator[Number]:
         merged = {**self.plotted, **{f"data.{k}": v for k, v in self.data.items()}}
         for path, v in _flatten(key, merged):

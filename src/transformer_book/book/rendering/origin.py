@@ -87,7 +87,8 @@ def _tolerance(result: Result, key: str, record: dict[str, Any] | None) -> str:
 
 
 def _kind(result: Result) -> str:
-    kinds = [k for k in (EXACT, TRAINED, MEASURED, ROUNDING) if k in result.kinds]
+    present = result.kinds  # computed once: a figure's walks all its plotted numbers
+    kinds = [k for k in (EXACT, TRAINED, MEASURED, ROUNDING) if k in present]
     if not kinds:
         return "—"
     return "；".join(KIND_TEXT[k] for k in kinds)
