@@ -31,8 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from transformer_book.book.environment import NUMERICAL_VARIABLES
-
-ENGINE_DIR = Path(__file__).resolve().parents[1]
+from transformer_book.book.execution.identity import ENGINE_DIR
 
 # Set by Dask's nanny in every worker (``distributed.nanny.pre-spawn-environ``) so that the worker gives freed
 # memory back to the system: glibc then trims its heap above 64 KiB on every free. A training allocates and
@@ -118,8 +117,9 @@ class Zygote:
     def _start(self, settings: dict[str, str], key: tuple[object, ...]) -> None:
         if self._proc is not None and self._proc.poll() is None and self._proc.stdin is not None:
             self._proc.stdin.close()  # retired: it lets the snippets it started finish, then ends
-            self._proc = None
-        self._stop()
+        self._proc = None
+        if self._errors is not None:
+            self._errors.close()
         env = {k: v for k, v in os.environ.items() if k not in NUMERICAL_VARIABLES and k not in NOT_INHERITED}
         env.update(settings)
         self._errors = tempfile.TemporaryFile()  # what it says if it cannot start (an import that fails)

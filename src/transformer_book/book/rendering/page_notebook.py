@@ -7,9 +7,10 @@ a paragraph with inline numbers, a cell that shows those numbers. Long trainings
 snippets ``REQUIRES``) are taken from the book's result cache by :func:`.in_jupyter.built`, in a cell that
 says so and how to retrain. The cells run with :mod:`.in_jupyter`.
 
-The notebook is written as nbformat 4.5 JSON directly (plain dicts, the layout ``nbformat.writes`` gives), not
-through ``nbformat``: its cell constructors validate every cell against the JSON schema, which compiles a
-validator on first use — a tenth of a second on every warm build for notebooks that are the same each time.
+The notebook is written as nbformat 4.5 JSON directly (plain dicts, laid out as ``nbformat.write`` lays out a
+file), not through ``nbformat``: its cell constructors validate every cell against the JSON schema, which
+compiles a validator on first use — a tenth of a second on every warm build for notebooks that are the same
+each time.
 The tests validate what is written with ``nbformat``. Cell ids are derived from the cell's place and text, so
 that two builds of one page write the same bytes (``nbformat`` draws random ids).
 """
@@ -157,7 +158,7 @@ class _Writer:
 
 
 def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict[str, SnippetView],
-          shown_source: Any) -> Any | None:
+          shown_source: Any) -> dict[str, Any] | None:
     """The notebook of a page (nbformat 4.5 as a dict), or None if the page shows no results."""
     part = page.split("/", 1)[0]
     refs: list[pages.Ref] = []
