@@ -134,6 +134,59 @@ def test_editing_prose_or_an_unimported_module_reruns_nothing(project: Path) -> 
     assert statuses(s.build(Options())) == {"part/a": "cached", "part/b": "cached"}
 
 
+DOCUMENTED = '''"""助手模块。"""
+
+VALUE = 1.5  # 一个数
+NAME = "甲"
+
+
+def scale(x):
+    """乘以 VALUE。"""
+    return x * VALUE
+'''
+
+# The same code, documented otherwise: docstrings reworded and longer (every line number moves), an attribute
+# docstring and comments added. What it computes is unchanged.
+REDOCUMENTED = '''"""助手模块：给片段一个数。
+
+这段说明多了两行，后面每一行的行号都变了。
+"""
+
+VALUE = 1.5  # 改过的注释
+"""VALUE 的说明（属性文档字符串）。"""
+NAME = "甲"
+
+
+def scale(x):
+    """乘以 VALUE，返回一个数。"""
+    # 新加的注释
+    return x * VALUE
+'''
+
+
+def test_a_modules_docstrings_and_comments_are_prose_and_its_code_is_what_reruns_its_snippets(project: Path) -> None:
+    """The book's modules carry the docstrings the API reference shows: rewording one reruns nothing. A
+    change to what the module computes — even to a string that is not a docstring — reruns its snippets."""
+    lib = project / "lib" / "helper_a.py"
+    lib.write_text(DOCUMENTED, encoding="utf-8")
+    s = session(project)
+    state = s.build(Options())
+    deps = state.entries["part/a"].deps
+    assert deps["lib/helper_a.py"].startswith("code:"), deps
+    engine = [d for rel, d in deps.items() if "transformer_book/book/" in rel]
+    assert engine and not any(d.startswith("code:") for d in engine), "the engine is recorded by its bytes"
+
+    lib.write_text(REDOCUMENTED, encoding="utf-8")
+    assert statuses(s.build(Options())) == {"part/a": "cached", "part/b": "cached"}
+    assert statuses(session(project).build(Options())) == {"part/a": "cached", "part/b": "cached"}  # a new process
+
+    for edit in (REDOCUMENTED.replace('NAME = "甲"', 'NAME = "乙"'), REDOCUMENTED.replace("VALUE = 1.5", "VALUE = 2.5")):
+        lib.write_text(edit, encoding="utf-8")
+        state = s.build(Options())
+        assert statuses(state)["part/a"] == "ran"
+    assert state.snippets["part/a"].results["answer"].value == 2.5
+
+
 def test_editing_a_snippet_reruns_only_that_snippet(project: Path) -> None:
     s = session(project)
     s.build(Options())

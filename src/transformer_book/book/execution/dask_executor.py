@@ -184,7 +184,7 @@ class DaskExecutor:
             # What the snippet actually read on the worker (imported modules, data files) must be what this
             # machine has: the entry will be checked against these files.
             for rel, digest in out.deps.items():
-                mine = self.cache.hash_file(self.project_root / rel) or "missing"
+                mine = self.cache.hash_file.like(self.project_root / rel, digest) or "missing"
                 if mine != digest:
                     return _error(task, f"{task.snippet} read {rel} on the worker, and it differs from the build "
                                         f"machine's (build {mine[:12]}, worker {digest[:12]})")

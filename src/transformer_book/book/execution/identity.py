@@ -19,9 +19,8 @@ import sys
 from pathlib import Path
 
 from transformer_book.book.environment import versions
-from transformer_book.book.files import FileHasher
+from transformer_book.book.files import ENGINE_DIR, FileHasher
 
-ENGINE_DIR = Path(__file__).resolve().parents[1]  # the whole engine: transformer_book/book/
 SKIPPED_DIRS = {"__pycache__", "node_modules", "site-packages"}
 
 

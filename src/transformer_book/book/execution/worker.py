@@ -8,6 +8,7 @@ milliseconds.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib.abc
 import importlib.machinery
@@ -27,10 +28,9 @@ from typing import Any, Callable, Iterable
 from transformer_book.book import artifacts
 from transformer_book.book.storage.cache import write_blob
 from transformer_book.book.environment import SEED, jitter_seed, measured_here, numerical_settings, threads
+from transformer_book.book.files import ENGINE_DIR
 from transformer_book.book.results import RESULT_TYPES, Artifact, Figure, Result, Value
 from transformer_book.book.types import NOTEBOOK_OUTPUT, Outcome, SnippetError, Task
-
-ENGINE_DIR = Path(__file__).resolve().parents[1]  # the whole engine: transformer_book/book/
 
 
 TIMEOUT_PER_BUDGET = 10  # a snippet that declares BUDGET_SECONDS = b and no timeout is stopped after 10 b
@@ -108,21 +108,25 @@ def _prepare_matplotlib() -> None:
     matplotlib.rcParams["svg.fonttype"] = "path"
 
 
-# What this process executed or read, hashed when it was read: {resolved path: sha256}. Filled by the
-# loader of project modules (the bytes it compiled), by the snapshot of modules already loaded when a task
+# What this process executed or read, hashed when it was read: {resolved path: digest}. Filled by the
+# loader of project modules (the code it compiled), by the snapshot of modules already loaded when a task
 # starts (the engine, preloaded by the forkserver), and by data files hashed before ``compute()`` reads them.
 # A file changed while a snippet runs therefore no longer matches its entry, and the next build reruns it.
+# Project modules are recorded by their code, everything else by its bytes (:func:`..files.dependency_digest`).
 _EXECUTED: dict[str, str] = {}
 
 
-def _remember(path: Path, data: bytes | None = None) -> None:
-    from transformer_book.book.files import sha256_bytes
+def _remember(path: Path, data: bytes | None = None, digest: str | None = None) -> None:
+    from transformer_book.book.files import dependency_digest
 
     key = str(path)
     if key in _EXECUTED:
         return
+    if digest is not None:
+        _EXECUTED[key] = digest
+        return
     try:
-        _EXECUTED[key] = sha256_bytes(data if data is not None else path.read_bytes())
+        _EXECUTED[key] = dependency_digest(path, data if data is not None else path.read_bytes())
     except OSError:
         _EXECUTED[key] = "missing"
 
@@ -254,10 +258,14 @@ class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
     """Loads a module from its source, ignoring any .pyc, and writes none (see :func:`_compile_from_source`)."""
 
     def get_code(self, fullname: str) -> Any:
+        from transformer_book.book.files import code_digest
+
         path = self.get_filename(fullname)
         data = self.get_data(path)
-        _remember(Path(path).resolve(), data)  # the hash of exactly what is compiled
-        return self.source_to_code(data, path)
+        tree = compile(data, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)  # parsed once, for both:
+        code = compile(tree, path, "exec", dont_inherit=True)
+        _remember(Path(path).resolve(), digest=code_digest(tree))  # the code of exactly what was compiled
+        return code
 
     def exec_module(self, module: Any) -> None:
         super().exec_module(module)

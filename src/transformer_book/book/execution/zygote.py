@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from transformer_book.book.environment import NUMERICAL_VARIABLES
-from transformer_book.book.execution.identity import ENGINE_DIR
+from transformer_book.book.files import ENGINE_DIR
 
 # Set by Dask's nanny in every worker (``distributed.nanny.pre-spawn-environ``) so that the worker gives freed
 # memory back to the system: glibc then trims its heap above 64 KiB on every free. A training allocates and

@@ -12,9 +12,9 @@ from typing import Any
 
 from mkdocs.exceptions import PluginError
 
+from transformer_book.book.files import ENGINE_DIR  # its messages appear on pages, so its characters count
 from transformer_book.book.site import webfont
 
-ENGINE_DIR = Path(__file__).resolve().parents[1]  # its messages appear on pages, so its characters count
 
 
 class SiteFont:

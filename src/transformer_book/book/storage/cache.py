@@ -4,9 +4,10 @@ The key of an entry is the hash of everything that is known *before* running: th
 id, the fingerprints of the snippets it requires, and the environment (versions of Python, the numerical
 libraries and the engine; numerical settings such as the thread count). What is only known *after* running —
 which project modules the snippet imported and which data files it declared — is stored inside the entry as
-``{path: sha256}``; the entry is valid only while every one of those files still hashes the same. So editing
+``{path: digest}``; the entry is valid only while every one of those files still hashes the same. So editing
 ``transformer.py`` invalidates the entries of the snippets that imported it, and no others; editing prose
-invalidates nothing.
+invalidates nothing — nor does editing a project module's docstrings or comments, for a project module is
+recorded by its code (:func:`..files.dependency_digest`).
 
 Layout (in the cache's store, :mod:`.store`: the local cache folder by default, or a shared URL)::
 
@@ -74,7 +75,7 @@ class Entry:
 
     key: str
     snippet: str
-    deps: dict[str, str]  # project-relative path -> sha256 (imported modules and declared data files)
+    deps: dict[str, str]  # project-relative path -> digest (imported modules by code, data files by bytes)
     results: dict[str, Result]
     seconds: float
     budget: float | None = None
@@ -183,7 +184,7 @@ class Cache:
             self.storage.delete(name)
             return None
         for rel, digest in entry.deps.items():
-            if self.hash_file(self.project_root / rel) != digest:
+            if self.hash_file.like(self.project_root / rel, digest) != digest:
                 return None
         self.storage.touch(name)  # most recently used: kept when older entries are pruned
         return entry
