@@ -255,6 +255,37 @@ def test_two_fresh_builds_give_identical_records(project: Path) -> None:
     assert first == second
 
 
+def test_a_session_that_rebuilds_checks_again_only_what_changed_and_still_sees_every_drift(
+        project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve`` rebuilds after every save; unchanged results against unchanged records are not compared
+    again — but a record edited by hand, or a snippet that ran again with another result, is."""
+    from transformer_book.book.checking import drift
+
+    compared: list[str] = []
+    real = drift.compare
+    monkeypatch.setattr(drift, "compare", lambda sid, *a: compared.append(sid) or real(sid, *a))
+    s = session(project)
+    assert s.build(Options()).drift == []  # writes the records
+    record = project / "snippets" / "part" / "a.record.json"
+    compared.clear()
+    assert s.build(Options()).drift == []
+    assert s.build(Options()).drift == []
+    assert compared == ["part/a", "part/b"]  # once each, after the first build wrote their records
+
+    data = json.loads(record.read_text(encoding="utf-8"))
+    data["results"]["answer"]["value"] = 1.25  # the record now says something the results do not
+    record.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    state = s.build(Options())
+    assert statuses(state)["part/a"] == "cached"
+    assert [(ch.path, ch.old, ch.new) for ch in state.drift] == [("answer", 1.25, 1.5)]
+    assert [(ch.path, ch.old, ch.new) for ch in s.build(Options()).drift] == [("answer", 1.25, 1.5)]  # and again
+
+    (project / "lib" / "helper_a.py").write_text("VALUE = 1.25\n", encoding="utf-8")  # ran again: now it agrees
+    state = s.build(Options())
+    assert statuses(state)["part/a"] == "ran" and [ch.path for ch in state.drift if ch.snippet == "part/a"] == [
+        "grid[0].y", "grid[1].y"]
+
+
 def test_a_changed_result_is_reported_as_drift_with_the_pages_that_show_it(project: Path) -> None:
     assert mkdocs_build(project).returncode == 0  # writes the records
     (project / "lib" / "helper_a.py").write_text("VALUE = 1.6\n", encoding="utf-8")

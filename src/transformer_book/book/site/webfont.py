@@ -42,7 +42,7 @@ def used_characters(site_dir: Path) -> str:
     chars: set[str] = set()
     for path in site_dir.rglob("*"):
         if path.suffix in (".html", ".json") and path.is_file():
-            chars.update(CJK.findall(path.read_text(encoding="utf-8", errors="ignore")))
+            chars.update(_characters_of(path))  # under serve, only the pages this rebuild wrote are read
     return "".join(sorted(chars))
 
 
