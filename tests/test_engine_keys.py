@@ -8,6 +8,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from transformer_book.book.storage.cache import Entry
 from transformer_book.book.session import Options
 
@@ -223,6 +225,25 @@ def test_an_annotated_requires_is_read_like_a_plain_one(project: Path) -> None:
     state = session(project).build(Options(select=("part/use",)))
     assert statuses(state) == {"part/a": "skipped", "part/b": "skipped", "part/train": "ran", "part/use": "ran"}
     assert state.snippets["part/use"].results["total"].value == 4.5
+
+
+def test_a_snippets_requires_is_read_again_after_every_edit_and_a_bad_one_fails_every_time(project: Path) -> None:
+    """A session remembers what each source requires (``serve`` asks on every save): by its text, so an edit
+    is seen at once, and a malformed ``REQUIRES`` is reported by every build, not only the first."""
+    from transformer_book.book.discover import discover
+
+    use = project / "snippets" / "part" / "use.py"
+    write(use, CONSUMER)
+    snippet = discover(project / "snippets")["part/use"]
+    assert snippet.requires() == ["part/train"]
+    use.write_text(CONSUMER.replace('["part/train"]', '["part/train", "part/a"]'), encoding="utf-8")
+    assert snippet.requires() == ["part/train", "part/a"]
+    use.write_text(CONSUMER.replace('["part/train"]', '"part/train"'), encoding="utf-8")
+    for _ in range(2):
+        with pytest.raises(ValueError, match="use.py:.*REQUIRES must be a literal list"):
+            snippet.requires()
+    use.write_text(CONSUMER, encoding="utf-8")
+    assert snippet.requires() == ["part/train"]
 
 
 def test_the_command_line_reads_mkdocs_yml_as_the_build_does_env_tags_included(project: Path) -> None:

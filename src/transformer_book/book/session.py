@@ -302,7 +302,7 @@ class BookSession:
         out: dict[str, float] = {}
         for sid, snip in found.items():
             try:
-                seconds = (records.load(snip.record_path) or {}).get("provenance", {}).get("seconds")
+                seconds = (records.read(snip.record_path) or {}).get("provenance", {}).get("seconds")
             except ValueError:
                 seconds = None
             if isinstance(seconds, (int, float)):

@@ -90,7 +90,7 @@ def index(docs_dir: Path, record_paths: dict[str, Path]) -> list[CitedClaim]:
     def record(sid: str) -> dict[str, Any] | None:
         if sid not in loaded:
             path = record_paths.get(sid)
-            loaded[sid] = records.load(path) if path is not None else None
+            loaded[sid] = records.read(path) if path is not None else None
         return loaded[sid]
 
     def claim_of(sid: str, key: str) -> Claim | None:

@@ -126,7 +126,7 @@ class Renderer:
         from transformer_book.book.results import from_data
 
         try:
-            rec = (records.load(record_path) or {}).get("results", {}).get(ref.key)
+            rec = (records.read(record_path) or {}).get("results", {}).get(ref.key)
         except ValueError:
             rec = None
         note = "来自记录，正在重新计算"

@@ -169,7 +169,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         if sid not in self.records_read:
             st = self.state.snippets.get(sid) if self.state is not None else None
             try:
-                self.records_read[sid] = records.load(st.snippet.record_path) if st is not None else None
+                self.records_read[sid] = records.read(st.snippet.record_path) if st is not None else None
             except ValueError:
                 self.records_read[sid] = None
         return self.records_read[sid]
