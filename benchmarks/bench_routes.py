@@ -11,7 +11,12 @@ computed four ways, each on the same batches:
 - ``vmap×4``:  four seeds as one computation — parameters stacked with ``torch.func.stack_module_state``, the
   loss ``vmap``-ed over them, per-seed gradient clipping, one fused AdamW; each seed keeps its own data order,
   so each step pads the four seeds' batches to the longest; reported per seed;
-- ``compile``: one seed, the loss wrapped in ``torch.compile(dynamic=True)`` (compile time reported apart).
+- ``vmap×4 shared``: as ``vmap×4``, but every seed sees seed 0's batches — the shared data order the issue allows
+  if said; nothing is padded, the seeds differ only in their initialisation;
+- ``compile``: one seed, the loss wrapped in ``torch.compile(dynamic=True)`` (compile time reported apart);
+- ``book, 1 len`` and ``compile, 1 len``: one seed on the batches of the most common length only, eager and
+  compiled for that one shape (``dynamic=False``) — the best case of compiling; the real training meets
+  every sentence length, and each new length compiles again.
 
 Prints the median milliseconds per step (per seed for vmap) and the ratio to ``book``; asserts nothing.
 Machine-dependent by nature: compare routes within one run.
@@ -42,13 +47,17 @@ def build(data, pos: str, seed: int, impl: str) -> torch.nn.Module:
     return model
 
 
-def one_seed(data, pos: str, impl: str, compiled: bool):
+def one_seed(data, pos: str, impl: str, compiled: bool, one_length: bool = False):
     model = build(data, pos, 0, impl)
     optimizer = make_optimizer(model, TRAIN_CONFIG.optim)
     batches = data.train.batches(64, torch.Generator().manual_seed(0))
+    if one_length:  # only batches of the most common padded length: what a graph compiled for one shape sees
+        lengths = [data.train.batch(b)[0].shape[1] for b in batches]
+        common = max(set(lengths), key=lengths.count)
+        batches = [b for b, n in zip(batches, lengths) if n == common]
     loss_of = (lambda x, mask: lm_loss(model, x, mask))
     if compiled:
-        loss_of = torch.compile(loss_of, dynamic=True)
+        loss_of = torch.compile(loss_of, dynamic=not one_length)
 
     def step(i: int) -> None:
         x, mask = data.train.batch(batches[i % len(batches)])
@@ -61,7 +70,7 @@ def one_seed(data, pos: str, impl: str, compiled: bool):
     return step
 
 
-def four_seeds(data, pos: str):
+def four_seeds(data, pos: str, shared_order: bool = False):
     models = [build(data, pos, s, "manual") for s in range(SEEDS)]
     params, buffers = stack_module_state(models)  # each (S, …)
     base = copy.deepcopy(models[0])  # the structure; its tensors are replaced by the stacked ones
@@ -69,7 +78,8 @@ def four_seeds(data, pos: str):
     optimizer = torch.optim.AdamW([{"params": [p for p in flat if p.dim() >= 3], "weight_decay": 0.01},
                                    {"params": [p for p in flat if p.dim() < 3], "weight_decay": 0.0}],
                                   lr=3e-3, betas=(0.9, 0.99), fused=True)
-    orders = [data.train.batches(64, torch.Generator().manual_seed(s)) for s in range(SEEDS)]
+    # shared_order: every seed sees seed 0's batches (then nothing is padded); seeds differ only in initialisation
+    orders = [data.train.batches(64, torch.Generator().manual_seed(0 if shared_order else s)) for s in range(SEEDS)]
     pad = data.vocab.pad_id
 
     def stacked(i: int):
@@ -127,25 +137,32 @@ def main() -> None:
     data = load_toy_data()
     routes = {"book": lambda: one_seed(data, args.pos, "manual", False),
               "sdpa": lambda: one_seed(data, args.pos, "sdpa", False),
-              f"vmap×{SEEDS}": lambda: four_seeds(data, args.pos)}
+              f"vmap×{SEEDS}": lambda: four_seeds(data, args.pos),
+              f"vmap×{SEEDS} shared": lambda: four_seeds(data, args.pos, shared_order=True),
+              "book, 1 len": lambda: one_seed(data, args.pos, "manual", False, one_length=True)}
     if not args.no_compile:
         routes["compile"] = lambda: one_seed(data, args.pos, "manual", True)
+        routes["compile, 1 len"] = lambda: one_seed(data, args.pos, "manual", True, one_length=True)
     times: dict[str, list[float]] = {name: [] for name in routes}
-    compile_seconds = []
+    compile_seconds: dict[str, list[float]] = {}
     for _ in range(args.rounds):
         for name, make in routes.items():
             warm_seconds, per_step = timed(make(), args.steps)
-            if name == "compile":
-                compile_seconds.append(warm_seconds)
+            if name.startswith("compile"):
+                compile_seconds.setdefault(name, []).append(warm_seconds)
             times[name].append(per_step / (SEEDS if name.startswith("vmap") else 1))
     base = statistics.median(times["book"])
     print(f"§11.3 mini GPT ({args.pos}), one thread, {args.rounds} rounds × {args.steps} steps; ms per step and seed")
     for name, values in times.items():
         med = statistics.median(values)
-        print(f"  {name:9s} {med:7.2f} ms  (range {min(values):.2f}–{max(values):.2f})  {base / med:5.2f}× the book's speed")
-    if compile_seconds:
-        print(f"  compile: the first 5 steps took {', '.join(f'{s:.1f}' for s in compile_seconds)} s in the rounds "
-              "(compilation; torch reuses the compiled graphs in later rounds of one process)")
+        print(f"  {name:15s} {med:7.2f} ms  (range {min(values):.2f}–{max(values):.2f})  {base / med:5.2f}× the book's speed")
+    for name, seconds in compile_seconds.items():
+        print(f"  {name}: the first 5 steps took {', '.join(f'{x:.1f}' for x in seconds)} s in the rounds (compilation; "
+              "later rounds of one process may reuse graphs)")
+    order = data.train.batches(64, torch.Generator().manual_seed(0))
+    lengths = {data.train.batch(b)[0].shape[1] for b in order}
+    print(f"  one epoch's batches come in {len(lengths)} padded lengths ({min(lengths)}–{max(lengths)}): a graph "
+          "compiled per shape compiles that many times for each model")
 
 
 if __name__ == "__main__":
