@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable
 from transformer_book.book import artifacts
 from transformer_book.book.storage.cache import write_blob
 from transformer_book.book.environment import SEED, jitter_seed, measured_here, numerical_settings, threads
-from transformer_book.book.files import ENGINE_DIR
+from transformer_book.book.files import ENGINE_DIR, code_digest, dependency_digest
 from transformer_book.book.results import RESULT_TYPES, Artifact, Figure, Result, Value
 from transformer_book.book.types import NOTEBOOK_OUTPUT, Outcome, SnippetError, Task
 
@@ -117,8 +117,6 @@ _EXECUTED: dict[str, str] = {}
 
 
 def _remember(path: Path, data: bytes | None = None, digest: str | None = None) -> None:
-    from transformer_book.book.files import dependency_digest
-
     key = str(path)
     if key in _EXECUTED:
         return
@@ -258,8 +256,6 @@ class _FreshSourceLoader(importlib.machinery.SourceFileLoader):
     """Loads a module from its source, ignoring any .pyc, and writes none (see :func:`_compile_from_source`)."""
 
     def get_code(self, fullname: str) -> Any:
-        from transformer_book.book.files import code_digest
-
         path = self.get_filename(fullname)
         data = self.get_data(path)
         tree = compile(data, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)  # parsed once, for both:

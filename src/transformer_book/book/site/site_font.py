@@ -16,7 +16,6 @@ from transformer_book.book.files import ENGINE_DIR  # its messages appear on pag
 from transformer_book.book.site import webfont
 
 
-
 class SiteFont:
     def __init__(self) -> None:
         self.job: webfont.Subset | None = None  # the cutting under way, if any
