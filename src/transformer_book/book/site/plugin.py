@@ -103,9 +103,12 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             self.print_pdf = not why_not
         if cfg.mathjax and mathjax.URI not in [str(s) for s in config.extra_javascript]:
             config.extra_javascript.append(mathjax.URI)
-        if origin.SCRIPT not in [str(s) for s in config.extra_javascript]:
-            config.extra_javascript.append(origin.SCRIPT)
-            config.extra_css.append(origin.STYLE)
+        for script in origin.SCRIPTS:  # the engine's own scripts and styles, shipped with the site
+            if script not in [str(s) for s in config.extra_javascript]:
+                config.extra_javascript.append(script)
+        for style in origin.STYLES:
+            if style not in [str(s) for s in config.extra_css]:
+                config.extra_css.append(style)
         return config
 
     def _start_early(self, config: Any) -> None:
