@@ -35,7 +35,7 @@
     panel.textContent = "";
     var rows = g.rows.length, cols = g.cols.length;
     var dense = rows * cols > 400 || cols > 24;
-    var showValues = rows <= 8 && cols <= 8;
+    var showValues = rows <= 6 && cols <= 5;  // 格子够大时把数写在格子里
     var readout = el("p", "book-hm-readout");
     readout.setAttribute("aria-live", "polite");
     readout.textContent = "把鼠标移到格子上（手机上轻点，键盘用 Tab 进入后按方向键），看它的行、列和数值。";
@@ -45,9 +45,11 @@
     table.setAttribute("aria-label", title || "热图");
     var thead = el("thead");
     var hr = el("tr");
+    var caption = el("caption", "book-hm-axes", "行：" + name(g.row_name, "行") + "　列：" + name(g.col_name, "列"));
+    table.appendChild(caption);
     var corner = el("th", "book-hm-corner");
     corner.setAttribute("scope", "col");
-    corner.appendChild(el("span", "book-hm-axis", name(g.row_name, "行") + " ＼ " + name(g.col_name, "列")));
+    corner.appendChild(el("span", "book-hm-sr", name(g.row_name, "行") + "＼" + name(g.col_name, "列")));
     hr.appendChild(corner);
     var colHeads = [];
     for (var c = 0; c < cols; c++) {
