@@ -13,7 +13,7 @@ import pytest
 from transformer_book.book.storage.cache import Entry
 from transformer_book.book.session import Options
 
-from test_engine import CONSUMER, PRODUCER, project, session, statuses, write  # noqa: F401 - project is a fixture
+from conftest import CONSUMER, PRODUCER, session, statuses, write
 
 # compute() saves a new version of the module it imported — what an author does under ``serve`` while a
 # two-minute training runs. The result was computed from VALUE = 1.5; the entry must not claim VALUE = 9.
@@ -176,7 +176,7 @@ def test_a_snippet_that_declares_no_timeout_gets_the_builds_default(project: Pat
 
 
 def test_the_timeout_option_reaches_the_build(project: Path) -> None:
-    from test_engine import mkdocs_build
+    from conftest import mkdocs_build
 
     write(project / "snippets" / "part" / "a.py", HANGS.replace("TIMEOUT_SECONDS = 2", ""))
     config = (project / "mkdocs.yml").read_text(encoding="utf-8").replace("mathjax: false", "mathjax: false\n      timeout: 1")
@@ -200,7 +200,7 @@ def compute():
 
 
 def test_a_measured_value_names_the_machine_and_day_it_was_measured_on_not_the_renderers(project: Path) -> None:
-    from test_engine import mkdocs_build
+    from conftest import mkdocs_build
 
     from transformer_book.book.environment import machine
 
