@@ -5,6 +5,8 @@ nothing stale served afterwards."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -13,7 +15,7 @@ import pytest
 from transformer_book.book.storage.cache import Entry
 from transformer_book.book.session import Options
 
-from conftest import CONSUMER, PRODUCER, session, statuses, write
+from conftest import CONSUMER, PRODUCER, book_env, session, statuses, write
 
 # compute() saves a new version of the module it imported — what an author does under ``serve`` while a
 # two-minute training runs. The result was computed from VALUE = 1.5; the entry must not claim VALUE = 9.
@@ -140,6 +142,37 @@ def test_a_value_holding_a_list_is_refused_naming_its_key(project: Path) -> None
     state = session(project).build(Options(select=("part/b",)))
     error = state.snippets["part/b"].error
     assert error is not None and "'several'" in error.message and "Table" in error.message
+    assert error.location() == "snippets/part/b.py:5"  # the line that made it, not line 0
+
+
+def test_a_compute_that_returns_no_dict_is_named_at_its_return(project: Path) -> None:
+    write(project / "snippets" / "part" / "listy.py", '''
+        from transformer_book.book import Value
+
+
+        def compute():
+            values = [Value(1.0), Value(2.0)]
+            return values
+    ''')
+    error = session(project).build(Options(select=("part/listy",))).snippets["part/listy"].error
+    assert error is not None and "must return a non-empty dict" in error.message
+    assert error.location() == "snippets/part/listy.py:6"
+
+
+def test_an_error_raised_in_compute_names_the_line_of_the_raise_also_when_run_by_hand(project: Path) -> None:
+    write(project / "snippets" / "part" / "b.py", '''
+        def helper():
+            raise KeyError("没有这个键")
+
+
+        def compute():
+            return {"x": helper()}
+    ''')
+    error = session(project).build(Options(select=("part/b",))).snippets["part/b"].error
+    assert error is not None and error.location() == "snippets/part/b.py:2" and "KeyError" in error.message
+    done = subprocess.run([sys.executable, "-m", "transformer_book", "run", "part/b"], cwd=project, env=book_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "snippets/part/b.py:2: KeyError: '没有这个键'" in done.stderr
 
 
 HANGS = '''

@@ -29,18 +29,6 @@ from transformer_book.book.results import Result
 from transformer_book.book.types import Outcome, SnippetError, Task
 
 
-def dependency_levels(requires: dict[str, list[str]]) -> list[list[str]]:
-    """Snippets grouped so that each group needs only earlier groups (``REQUIRES``); a cycle is an error
-    naming it. (Requirements that are not snippets are left to the build, which names them.)"""
-    graph = snippet_graph(requires, set(requires))
-    levels = []
-    while graph.is_active():
-        ready = sorted(graph.get_ready())
-        levels.append(ready)
-        graph.done(*ready)
-    return levels
-
-
 def snippet_graph(requires: dict[str, list[str]], selected: set[str]) -> graphlib.TopologicalSorter:
     """The graph of the selected snippets (an edge per ``REQUIRES`` inside the selection), prepared: a cycle
     raises ``ValueError`` naming it."""

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 from transformer_book.book.execution.lifetime import end_with
+from transformer_book.book.files import atomic_write_bytes, atomic_write_text
 from transformer_book.book.execution.zygote import LOST, ZYGOTE
 from transformer_book.book.types import Outcome, SnippetError, Task
 
@@ -70,7 +71,7 @@ def run_in_fresh_process(task: Task, settings: dict[str, str],
     with tempfile.TemporaryDirectory(prefix="book-task-") as tmp:
         task_file, out_file, log_file = Path(tmp) / "task.pickle", Path(tmp) / "outcome.pickle", Path(tmp) / "output.txt"
         deadline_file, status_file = Path(tmp) / "deadline", Path(tmp) / "status"
-        task_file.write_bytes(pickle.dumps(task))
+        atomic_write_bytes(task_file, pickle.dumps(task))
         started = time.monotonic()
         child = ZYGOTE.fork([str(task_file), str(out_file), str(deadline_file)], log_file, status_file, settings)
         stopped = ""
@@ -124,11 +125,9 @@ def main(task_file: str, out_file: str, deadline_file: str = "") -> None:
     from transformer_book.book.execution.worker import on_deadline, run_snippet
 
     if deadline_file:
-        on_deadline(lambda seconds: Path(deadline_file).write_text(f"{seconds:g}", encoding="ascii"))
+        on_deadline(lambda seconds: atomic_write_text(Path(deadline_file), f"{seconds:g}"))
 
     task: Task = pickle.loads(Path(task_file).read_bytes())
     outcome = run_snippet(task)
-    tmp = Path(out_file).with_suffix(".tmp")
-    tmp.write_bytes(pickle.dumps(outcome))
-    tmp.replace(out_file)  # whole or absent
+    atomic_write_bytes(Path(out_file), pickle.dumps(outcome))  # the worker reads it: whole or absent
 

@@ -21,7 +21,6 @@ import sys
 import time
 import traceback
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -29,7 +28,7 @@ from transformer_book.book import artifacts
 from transformer_book.book.storage.cache import write_blob
 from transformer_book.book.environment import SEED, jitter_seed, measured_here, numerical_settings, threads
 from transformer_book.book.files import ENGINE_DIR, code_digest, dependency_digest
-from transformer_book.book.results import RESULT_TYPES, Artifact, Figure, Result, Value
+from transformer_book.book.results import RESULT_TYPES, Artifact, Figure, Value
 from transformer_book.book.types import NOTEBOOK_OUTPUT, Outcome, SnippetError, Task
 
 
@@ -183,12 +182,16 @@ def _dependencies(task: Task, data_files: Iterable[str]) -> dict[str, str]:
 
 
 def _locate(exc: BaseException, snippet_path: Path, project_root: Path) -> SnippetError:
+    """Where in the snippet an error happened: the line of a syntax error, the innermost frame of the snippet
+    in the traceback, or — for a result found wrong after compute() returned — the line that made it."""
     tb = traceback.extract_tb(exc.__traceback__)
     text = "".join(traceback.format_exception(exc))
     message = "".join(traceback.format_exception_only(exc)).strip()
     snippet_frames = [f for f in tb if Path(f.filename).resolve() == snippet_path]
     if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == snippet_path:
         line = exc.lineno or 0
+    elif isinstance(exc, ResultError) and exc.line:
+        line = exc.line
     elif snippet_frames:
         line = snippet_frames[-1].lineno or 0
     else:
@@ -316,8 +319,33 @@ def _run_script(task: Task, path: Path, out: Outcome) -> tuple[dict[str, Any], l
     if not callable(compute):
         raise TypeError(f"{task.snippet}: a snippet must define compute() returning a dict of results")
     results = compute()
-    check_results(task.snippet, results)
+    try:
+        check_results(task.snippet, results)
+    except ResultError as exc:  # found after compute() returned: point at the line that made the result
+        exc.line = _result_line(source, str(path), exc.key)
+        raise
     return results, data_files
+
+
+def _result_line(source: bytes, filename: str, key: str | None) -> int:
+    """Where in the snippet a returned result was made: the ``"key": …`` entry of a dict written in compute(),
+    else compute()'s last ``return``, else its ``def`` line (0 if the source has no compute() to point at)."""
+    try:
+        tree = ast.parse(source, filename)
+    except (SyntaxError, ValueError):
+        return 0
+    compute = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "compute"), None)
+    if compute is None:
+        return 0
+    nodes = list(ast.walk(compute))
+    if key is not None:
+        for node in nodes:
+            if isinstance(node, ast.Dict):
+                for k in node.keys:
+                    if isinstance(k, ast.Constant) and k.value == key:
+                        return k.lineno
+    returns = [n.lineno for n in nodes if isinstance(n, ast.Return)]
+    return max(returns) if returns else compute.lineno
 
 
 def timeout_of(module: Any, task: Task) -> float:
@@ -443,18 +471,28 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     return out
 
 
+class ResultError(TypeError):
+    """What compute() returned is not a dict of results; ``key`` names the bad result (None: the whole return
+    value), ``line`` is where the snippet made it (filled in by :func:`_run_script`)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.line = 0
+
+
 def check_results(snippet: str, results: Any) -> None:
     if not isinstance(results, dict) or not results:
-        raise TypeError(f"{snippet}: compute() must return a non-empty dict {{name: Table | Figure | Value | Claim}}")
+        raise ResultError(f"{snippet}: compute() must return a non-empty dict {{name: Table | Figure | Value | Claim}}")
     for key, value in results.items():
         if not isinstance(key, str) or not key.isidentifier():
-            raise TypeError(f"{snippet}: result names must be identifiers, got {key!r}")
+            raise ResultError(f"{snippet}: result names must be identifiers, got {key!r}", str(key))
         if not isinstance(value, RESULT_TYPES):
             names = ", ".join(t.__name__ for t in RESULT_TYPES)
-            raise TypeError(f"{snippet}: result {key!r} is a {type(value).__name__}, not one of {names}")
+            raise ResultError(f"{snippet}: result {key!r} is a {type(value).__name__}, not one of {names}", key)
         if isinstance(value, Value) and not isinstance(value.value, (bool, int, float, str)):
-            raise TypeError(f"{snippet}: Value {key!r} holds a {type(value.value).__name__} ({value.value!r:.60}); a "
-                            "Value is one number, string or boolean in a sentence — use a Table for several")
+            raise ResultError(f"{snippet}: Value {key!r} holds a {type(value.value).__name__} ({value.value!r:.60}); "
+                              "a Value is one number, string or boolean in a sentence — use a Table for several", key)
 
 
 def snapshot_engine() -> None:

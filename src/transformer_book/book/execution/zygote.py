@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from transformer_book.book.environment import NUMERICAL_VARIABLES
-from transformer_book.book.files import ENGINE_DIR
+from transformer_book.book.files import ENGINE_DIR, atomic_write_text
 
 # Set by Dask's nanny in every worker (``distributed.nanny.pre-spawn-environ``) so that the worker gives freed
 # memory back to the system: glibc then trims its heap above 64 KiB on every free. A training allocates and
@@ -171,10 +171,7 @@ def _child(request: dict[str, object]) -> None:
 
 
 def _write_status(path: str, code: int) -> None:
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="ascii") as f:
-        f.write(str(code))
-    os.replace(tmp, path)  # whole or absent
+    atomic_write_text(Path(path), str(code))  # the worker reads it: whole or absent
 
 
 def serve() -> None:
