@@ -167,7 +167,7 @@ def test_mkdocs_serve_starts_and_serves_the_page(scratch: Path) -> None:
 
 def test_a_claims_sentence_keeps_the_text_of_its_links_not_their_targets(tmp_path: Path) -> None:
     """The claims page lists sentences from every page: a relative link would point nowhere from there."""
-    from transformer_book.book.checking.claim_index import citations
+    from transformer_book.book.rendering.claim_index import citations
 
     page = tmp_path / "docs" / "part" / "a.md"
     page.parent.mkdir(parents=True)

@@ -151,7 +151,8 @@ def _calibrate(project: Path, jitter: int = 5) -> str:
     code = textwrap.dedent(f"""
         from transformer_book.book.checking.calibrate import calibrate, jitters, summary
         from transformer_book.book.cli.project import open_session
-        print(summary(calibrate(open_session(), ["part/a"], chosen=jitters({jitter}))))
+        session = open_session()
+        print(summary(calibrate(session.project_root, session.discover(), ["part/a"], chosen=jitters({jitter}))))
     """)
     done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -182,7 +182,8 @@ def test_calibrate_measures_the_spread_under_a_perturbation_and_one_run_cannot_v
     code = textwrap.dedent("""
         from transformer_book.book.checking.calibrate import Perturbation, calibrate, summary
         from transformer_book.book.cli.project import open_session
-        cals = calibrate(open_session(), ["part/a"], chosen=[Perturbation("aten-default", "标量内核", {"ATEN_CPU_CAPABILITY": "default"})])
+        session = open_session()
+        cals = calibrate(session.project_root, session.discover(), ["part/a"], chosen=[Perturbation("aten-default", "标量内核", {"ATEN_CPU_CAPABILITY": "default"})])
         print(summary(cals))
     """)
     done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=300)

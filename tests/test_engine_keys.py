@@ -15,7 +15,7 @@ import pytest
 from transformer_book.book.storage.cache import Entry
 from transformer_book.book.session import Options
 
-from conftest import CONSUMER, PRODUCER, book_env, session, statuses, write
+from conftest import CONSUMER, PRODUCER, SNIPPET_A, book_env, session, statuses, write
 
 # compute() saves a new version of the module it imported — what an author does under ``serve`` while a
 # two-minute training runs. The result was computed from VALUE = 1.5; the entry must not claim VALUE = 9.
@@ -400,16 +400,18 @@ def compute():
     return {"never": Value(1, "d")}
 '''
 
-NATIVE_HANG = '''
+IGNORES_SIGNALS = '''
 import signal
 import time
 from transformer_book.book import Value
 
-TIMEOUT_SECONDS = 1
+BUDGET_SECONDS = 0.1  # declares no timeout: 10 × its budget, 1 s
 
 
 def compute():
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # as a hang inside native code: no Python runs
+    for sig in (signal.SIGALRM, signal.SIGTERM, signal.SIGINT):  # as a hang inside native code: no Python runs,
+        signal.signal(sig, signal.SIG_IGN)                       # and whatever signal comes is ignored
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGTERM, signal.SIGINT})
     time.sleep(120)
     return {"never": Value(1, "d")}
 '''
@@ -434,16 +436,27 @@ def test_a_snippet_that_kills_its_own_process_fails_alone_named_and_the_queued_o
     assert state.snippets["part/d"].results["x"].value == ord("d")
 
 
-def test_a_snippet_hung_where_sigalrm_cannot_stop_it_is_killed_after_its_timeout(project: Path) -> None:
-    from transformer_book.book.execution import pool
+def test_a_snippet_that_ignores_signals_is_killed_by_its_declared_timeout(project: Path) -> None:
+    """The one deadline path: the declaration (here a budget, so 10 × 0.1 s) → the task → the executor that owns
+    the process, which kills it (SIGKILL cannot be ignored) a grace period after the timeout."""
+    from transformer_book.book.types import KILL_GRACE
 
-    write(project / "snippets" / "part" / "a.py", NATIVE_HANG)
+    write(project / "snippets" / "part" / "a.py", IGNORES_SIGNALS)
     start = time.perf_counter()
     state = session(project).build(Options(workers=2))
     took = time.perf_counter() - start
     error = state.snippets["part/a"].error
     assert error is not None and "timeout of 1 s" in error.message and "did not stop" in error.message
-    assert took < 1 + pool.KILL_GRACE + 20, f"the build waited {took:.0f} s"
+    assert 1 + KILL_GRACE <= took < 1 + KILL_GRACE + 20, f"the build waited {took:.0f} s"
+    assert state.snippets["part/b"].status == "ran"
+
+
+def test_a_timeout_that_is_not_a_number_fails_its_snippet_naming_file_and_line(project: Path) -> None:
+    write(project / "snippets" / "part" / "a.py", "import os\nTIMEOUT_SECONDS = int(os.environ.get('T', 5))\n"
+          + SNIPPET_A)
+    state = session(project).build(Options())
+    error = state.snippets["part/a"].error
+    assert error is not None and "snippets/part/a.py:2: TIMEOUT_SECONDS must be a positive number" in error.message
     assert state.snippets["part/b"].status == "ran"
 
 
@@ -452,7 +465,7 @@ def test_stopping_a_session_kills_the_snippet_processes_it_started(project: Path
 
     from transformer_book.book.execution import pool
 
-    write(project / "snippets" / "part" / "a.py", NATIVE_HANG.replace("TIMEOUT_SECONDS = 1", "TIMEOUT_SECONDS = 600"))
+    write(project / "snippets" / "part" / "a.py", IGNORES_SIGNALS.replace("BUDGET_SECONDS = 0.1", "TIMEOUT_SECONDS = 600"))
     book = session(project)
     started: list = []
     real_submit = pool.LocalExecutor.submit

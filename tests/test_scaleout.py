@@ -506,7 +506,9 @@ TIMEOUT_SECONDS = {timeout}
 def compute():
     with open({pid_file!r}, "w") as f:
         f.write(str(os.getpid()))
-    signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGALRM}})  # as a hang in native code: SIGALRM cannot stop it
+    for sig in (signal.SIGALRM, signal.SIGTERM, signal.SIGINT):  # as a hang in native code, ignoring every signal
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGALRM, signal.SIGTERM, signal.SIGINT}})
     time.sleep(600)
     return {{"never": Value(1)}}
 '''
@@ -564,7 +566,7 @@ def test_stopping_a_cluster_build_kills_the_snippet_process_running_on_a_worker(
     assert "interrupted" in done[0].snippets["part/sleeper"].error.message
 
 
-def test_a_snippet_hung_on_a_worker_past_its_timeout_is_killed_and_named(client, cluster, tmp_path):
+def test_a_snippet_that_ignores_signals_on_a_worker_is_killed_by_its_declared_timeout(client, cluster, tmp_path):
     pid_file = tmp_path / "hung.pid"
     project, state = _build_on_cluster(cluster, tmp_path, "h", {
         "hung": SLEEPS.format(timeout=1, pid_file=str(pid_file)), "plain": PLAIN})
