@@ -221,6 +221,17 @@ def one_torch_thread():
 SPIN = "import time\nend = time.time() + {seconds}\nwhile time.time() < end:\n    pass\n"
 
 
+def _ends_with_the_suite() -> None:
+    """In a child about to start: the kernel kills it when the test run's process dies (a ``timeout``, a
+    SIGKILL: no pytest hook runs then), so a build or a spinner the suite started never outlives it."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+
+
 @contextlib.contextmanager
 def busy_cores(n: int | None = None, seconds: float = 3600) -> Iterator[None]:
     """Keep ``n`` cores (default: all) busy with spinning processes that stop by themselves after ``seconds``
@@ -277,7 +288,8 @@ class Load:
     def __init__(self, build_pid: int, want: int | None = None, period: float = 0.2) -> None:
         self.build_pid, self.period = build_pid, period
         self.want = max(1, (os.cpu_count() or 1) - 1) if want is None else want
-        self.spinners = [subprocess.Popen([sys.executable, "-c", SPIN.format(seconds=7200)]) for _ in range(self.want)]
+        self.spinners = [subprocess.Popen([sys.executable, "-c", SPIN.format(seconds=7200)], preexec_fn=_ends_with_the_suite)
+                         for _ in range(self.want)]
         for p in self.spinners:
             os.kill(p.pid, signal.SIGSTOP)
         self.running = 0
@@ -380,7 +392,7 @@ class WholeBook:
         self._started = time.perf_counter()
         self._proc = subprocess.Popen(  # the print edition too: mkdocs.yml says pdf: true
             [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(self.site)], cwd=ROOT,
-            env=book_env(BOOK_CI="1", **self.env),
+            env=book_env(BOOK_CI="1", **self.env), preexec_fn=_ends_with_the_suite,
             stdout=open(self.folder / "stdout.txt", "wb"), stderr=open(self.folder / "stderr.txt", "wb"))
         self._load = Load(self._proc.pid)
 
