@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from transformer_book.book.rendering import pages
-from transformer_book.book.session import Options
+from transformer_book.book.state import Options
 
 from conftest import (CONSUMER, MKDOCS_YML, PAGE, PRODUCER, SNIPPET_A, SNIPPET_B, mkdocs_build, session, statuses,
                       unwrap_origins, write)

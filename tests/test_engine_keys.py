@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from transformer_book.book.storage.cache import Entry
-from transformer_book.book.session import Options
+from transformer_book.book.state import Options
 
 from conftest import CONSUMER, PRODUCER, SNIPPET_A, book_env, session, statuses, write
 

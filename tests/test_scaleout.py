@@ -30,7 +30,7 @@ from transformer_book.book.storage import cache as cache_module  # noqa: E402
 from transformer_book.book.checking import records  # noqa: E402
 from transformer_book.book.artifacts import TORCH_MAGIC  # noqa: E402
 from transformer_book.book.storage.cache import Cache, Entry, fetch_blob  # noqa: E402
-from transformer_book.book.session import Options  # noqa: E402
+from transformer_book.book.state import Options  # noqa: E402
 from transformer_book.book.storage.store import FsspecStore, LocalStore, open_store  # noqa: E402
 
 from conftest import MKDOCS_YML, mkdocs_build, session, statuses, write  # noqa: E402
