@@ -22,11 +22,8 @@ memo                                   key                                 versi
 ``checking.drift_page`` (page lines)   page file                           the file's version
 ``session.BookSession`` (verdicts)     snippet                             (entry key, record file version)
 ``site.plugin`` (notebook views)       "views"                             the build's number
-``checking.records`` (records read)    record file                         the file's version *
+``checking.records`` (records read)    record file                         the file's version
 =====================================  ==================================  ===================================
-
-\* ``checking.records`` keeps its own dictionary under the same key and version; moving it onto a ``Memo``
-changes nothing else.
 
 (The pages, the claims page and the scheduler read records through ``checking.records``, whose memo is the
 only one each record goes through.) Two kinds of remembered value deliberately have no version:
