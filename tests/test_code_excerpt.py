@@ -233,3 +233,35 @@ def test_under_serve_dirty_the_pages_whose_excerpts_or_back_links_changed_are_re
     assert ex.changed_pages() == {"part/page.md"}  # the methods moved down a line
     write(book / "docs" / "part" / "other.md", "# 另一页\n\n{{ code tiny:attend }}\n")
     assert ex.changed_pages() == {"part/other.md", "api/tiny.md"}  # a new excerpt: a new back-link
+
+
+def test_a_dirty_serve_rebuild_renders_again_the_page_whose_excerpt_changed(book: Path) -> None:
+    from mkdocs.config import load_config
+    from mkdocs.structure.files import get_files
+
+    cwd = os.getcwd()
+    os.chdir(book)
+    try:
+        config = load_config(str(book / "mkdocs.yml"))
+    finally:
+        os.chdir(cwd)
+    plugin = config.plugins["book"]
+    plugin.on_startup(command="serve", dirty=True)
+    config = config.plugins.on_config(config)
+    plugin.options.execute = False  # this test is about excerpts, not snippets
+
+    def rebuild():
+        plugin.on_pre_build(config=config)
+        files = get_files(config)
+        for f in files:
+            f.is_modified = lambda: False  # as if every page were already built and unchanged
+        return plugin.on_files(files, config=config)
+
+    rebuild()  # the first build
+    tiny = book / "src" / "transformer_book" / "tiny.py"
+    tiny.write_text(tiny.read_text(encoding="utf-8").replace("return scores", "return scores * 1"), encoding="utf-8")
+    files = rebuild()
+    assert files.get_file_from_path("part/page.md").is_modified()
+    assert not files.get_file_from_path("api/tiny.md").is_modified()
+    assert not files.get_file_from_path("index.md").is_modified()
+    assert not rebuild().get_file_from_path("part/page.md").is_modified()  # nothing changed since
