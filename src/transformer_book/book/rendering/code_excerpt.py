@@ -246,7 +246,7 @@ class Excerpts:
         except pages.PageRefError:
             return []
         headings: list[tuple[int, int, str]] = []  # (line, level, text)
-        for i, line, in_code in pages._prose_lines(text):
+        for i, line, in_code in pages.prose_lines(text):
             m = HEADING_RE.match(line) if not in_code else None
             if m:
                 headings.append((i + 1, len(m["level"]), m["text"].strip()))

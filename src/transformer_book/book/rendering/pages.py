@@ -102,6 +102,11 @@ def _prose_lines(markdown: str) -> Iterator[tuple[int, str, bool]]:
             yield i, line, False
 
 
+def prose_lines(markdown: str) -> Iterator[tuple[int, str, bool]]:
+    """(index, line, in_code) for each line of a page; lines of fenced code blocks have ``in_code`` true."""
+    return _prose_lines(markdown)
+
+
 def _split_code_spans(line: str) -> list[tuple[str, bool]]:
     parts: list[tuple[str, bool]] = []
     pos = 0
