@@ -122,6 +122,7 @@ class BigramLM(nn.Module):
     """第一步：二元模型。只看当前这一个字：查出它的向量，归一化，再投影成词表上的 logits。"""
 
     def __init__(self, vocab_size, d_model, context, n_heads=1, dropout=0.0):
+        # 五个模型的构造参数都一样：context（窗口 T）第三步才用上，n_heads 第四步才用上
         super().__init__()
         self.tok_emb = nn.Embedding(vocab_size, d_model)  # 每个字一个 d 维向量
         self.drop = nn.Dropout(dropout)  # 训练时随机丢掉一部分分量，防止死记训练文本

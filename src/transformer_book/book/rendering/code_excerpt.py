@@ -249,7 +249,7 @@ class Excerpts:
         for i, line, in_code in pages.prose_lines(text):
             m = HEADING_RE.match(line) if not in_code else None
             if m:
-                headings.append((i + 1, len(m["level"]), m["text"].strip()))
+                headings.append((i + 1, len(m["level"]), m["text"].strip().replace("`", "")))
         title = next((t for _, level, t in headings if level == 1), page)
         counts: dict[str, int] = {}
         out = []
