@@ -3,7 +3,8 @@
 The notebook is the page: its prose as Markdown cells, with the generated numbers filled in; before the
 first result of each snippet, a code cell with the snippet's code exactly as the build runs it (then
 ``results[...] = run(compute)``); where the page places a table, figure or block, a cell that shows it; after
-a paragraph with inline numbers, a cell that shows those numbers. Long trainings (and the models that other
+a paragraph with inline numbers, a cell that shows those numbers; where the page shows an excerpt of the package
+(``{{ code module:name }}``), a Markdown cell with that code. Long trainings (and the models that other
 snippets ``REQUIRES``) are taken from the book's result cache by :func:`.in_jupyter.built`, in a cell that
 says so and how to retrain. The cells run with :mod:`.in_jupyter`.
 
@@ -36,6 +37,7 @@ AUTOREF = re.compile(r"\[([^\]]+)\]\[[\w.]+\]")
 PAGE_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\((?![a-z]+://)[^)]*\)")
 BLOCK_MARK = re.compile(r"^(?:> ?)*\x00(\d+)\x00\s*$")
 INLINE_MARK = re.compile(r"\x01(\d+)\x02")
+CODE_MARK = re.compile(r"^(?:> ?)*\x03(\d+)\x03\s*$")
 
 
 @dataclass
@@ -158,12 +160,19 @@ class _Writer:
 
 
 def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict[str, SnippetView],
-          shown_source: Any) -> dict[str, Any] | None:
-    """The notebook of a page (nbformat 4.5 as a dict), or None if the page shows no results."""
+          shown_source: Any, excerpt: Any = None) -> dict[str, Any] | None:
+    """The notebook of a page (nbformat 4.5 as a dict), or None if the page shows no results.
+    ``excerpt(ref)`` gives the Markdown of a ``{{ code … }}`` excerpt (none: such a line is left out)."""
     part = page.split("/", 1)[0]
     refs: list[pages.Ref] = []
+    excerpts: list[str] = []
 
     def mark(ref: pages.Ref) -> str:
+        if ref.kind == "code":
+            if excerpt is None:
+                return ""
+            excerpts.append(excerpt(ref))
+            return f"\x03{len(excerpts) - 1}\x03"
         if ref.kind in ("source", "claim") or ref.snippet not in snippets:
             return "" if ref.kind in ("source", "claim") else f"⟨{ref.snippet}:{ref.key}⟩"
         refs.append(ref)
@@ -204,6 +213,10 @@ def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict
             w.show(sid, keys, fmts)
 
     for line in _blockquote(text.split("\n")):
+        if code := CODE_MARK.match(line):  # an excerpt of the package: a Markdown cell of its own
+            flush()
+            w.md(excerpts[int(code.group(1))])
+            continue
         block = BLOCK_MARK.match(line)
         if block:
             flush()

@@ -1,6 +1,6 @@
 """The page syntax: finding references to snippet results in Markdown, and rendering them.
 
-Four forms, all between ``{{ `` and `` }}`` (the space after ``{{`` is part of the syntax, so LaTeX's
+Five forms, all between ``{{ `` and `` }}`` (the space after ``{{`` is part of the syntax, so LaTeX's
 ``{{`` is never mistaken for a reference); fenced code blocks and inline code spans are left alone:
 
 - a block on a line of its own places a table, a figure, an explorable (controls over recorded states) or a
@@ -14,6 +14,11 @@ Four forms, all between ``{{ `` and `` }}`` (the space after ``{{`` is part of t
 - a block that shows a snippet's source as a collapsible listing::
 
       {{ source soft_lookup }}
+
+- a block that shows one function, class or method of the package exactly as its file has it, with a link to
+  its API entry (module path relative to the package; :mod:`.code_excerpt` finds and renders it)::
+
+      {{ code transformer:MultiHeadAttention.forward }}
 
 - an inline value inside a sentence, with an optional format spec::
 
@@ -44,6 +49,7 @@ BLOCK_RE = re.compile(
     rf'(?:\s+"(?P<caption>[^"]*)")?\s*\}}\}}\s*$'
 )
 SOURCE_RE = re.compile(rf"^(?P<indent>[ \t]*)\{{\{{\s+source\s+(?P<snippet>{_ID})\s*\}}\}}\s*$")
+CODE_RE = re.compile(r"^(?P<indent>[ \t]*)\{\{\s+code\s+(?P<module>[\w.]+):(?P<name>[\w.]+)\s*\}\}\s*$")
 INLINE_RE = re.compile(
     rf"\{{\{{\s+(?:(?P<claim>claim)\s+)?(?P<snippet>{_ID}):(?P<key>\w+)\s*(?:\|\s*(?P<fmt>[^\s}}]+)\s*)?\}}\}}"
 )
@@ -65,9 +71,9 @@ class PageRefError(Exception):
 class Ref:
     page: str  # docs-relative path of the page
     line: int  # 1-based line in the page's source file
-    kind: str  # "table" | "figure" | "explorable" | "block" | "source" | "value" | "claim"
-    snippet: str  # resolved snippet id
-    key: str = ""
+    kind: str  # "table" | "figure" | "explorable" | "block" | "source" | "value" | "claim" | "code"
+    snippet: str  # resolved snippet id (for "code": the module path, relative to the package)
+    key: str = ""  # (for "code": the function, class or Class.method)
     fmt: str | None = None
     caption: str | None = None
 
@@ -97,6 +103,11 @@ def _prose_lines(markdown: str) -> Iterator[tuple[int, str, bool]]:
             yield i, line, True
         else:
             yield i, line, False
+
+
+def prose_lines(markdown: str) -> Iterator[tuple[int, str, bool]]:
+    """(index, line, in_code) for each line of a page; lines of fenced code blocks have ``in_code`` true."""
+    return _prose_lines(markdown)
 
 
 def _split_code_spans(line: str) -> list[tuple[str, bool]]:
@@ -140,6 +151,9 @@ def _parse(markdown: str, page: str, line_offset: int) -> tuple[Ref, ...]:
         if m := SOURCE_RE.match(line):
             refs.append(Ref(page, lineno, "source", resolve_id(m["snippet"], page)))
             continue
+        if m := CODE_RE.match(line):
+            refs.append(Ref(page, lineno, "code", m["module"], m["name"]))
+            continue
         for text, is_code in _split_code_spans(line):
             if is_code:
                 continue
@@ -152,7 +166,7 @@ def _parse(markdown: str, page: str, line_offset: int) -> tuple[Ref, ...]:
                     where,
                     "malformed reference: expected {{ snippet:key }}, {{ snippet:key | fmt }} or "
                     '{{ claim snippet:key }} inline, or {{ table|figure|block snippet:key "caption" }} / '
-                    "{{ source snippet }} on a line of its own",
+                    "{{ source snippet }} / {{ code module:name }} on a line of its own",
                 )
     return tuple(refs)
 
@@ -172,6 +186,8 @@ def render(markdown: str, page: str, line_offset: int, render_ref: Renderer) -> 
             ref = Ref(page, lineno, m["kind"], resolve_id(m["snippet"], page), m["key"], None, m["caption"])
         elif m := SOURCE_RE.match(line):
             ref = Ref(page, lineno, "source", resolve_id(m["snippet"], page))
+        elif m := CODE_RE.match(line):
+            ref = Ref(page, lineno, "code", m["module"], m["name"])
         else:
             ref = None
         if ref is not None:
@@ -206,7 +222,8 @@ def usage(docs_dir: Path) -> dict[tuple[str, str], list[str]]:
         except PageRefError:
             continue
         for ref in refs:
-            found.setdefault((ref.snippet, ref.key), []).append(ref.where)
+            if ref.kind != "code":  # an excerpt of the package shows no snippet's result
+                found.setdefault((ref.snippet, ref.key), []).append(ref.where)
     return found
 
 

@@ -67,6 +67,8 @@ class BookConfig(base.Config):
     preload = c.ListOfItems(c.Type(str), default=["torch.optim", "torch._dynamo"])
     watch = c.ListOfItems(c.Type(str), default=["src", "snippets", "data"])
     pdf = c.Type(bool, default=False)  # the print edition (never under serve)
+    # The package whose functions and classes pages show with {{ code module:name }} (rendering/code_excerpt.py)
+    code_package = c.Type(str, default="src/transformer_book")
 
 
 def env_flag(environ: Mapping[str, str], name: str, default: bool) -> bool:

@@ -21,7 +21,7 @@ from transformer_book.book.checking import drift_page
 from transformer_book.book.site import config as book_config
 from transformer_book.book.site import fix_notebook_html, fix_search, mathjax, print_edition, report
 from transformer_book.book.site.site_font import SiteFont, font_file
-from transformer_book.book.rendering import claim_index, origin, page_notebook, pages
+from transformer_book.book.rendering import claim_index, code_excerpt, origin, page_notebook, pages
 from transformer_book.book.execution import pool
 from transformer_book.book.checking import records
 from transformer_book.book.artifacts import decode
@@ -57,6 +57,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.memory = PageMemory()  # titles and anchors of pages a dirty rebuild does not read
         self.print_pdf = False  # this build prints the book into a PDF (print_edition)
         self.nav: Any = None
+        self.excerpts: code_excerpt.Excerpts | None = None  # {{ code … }}: the package's source beside the prose
 
     # -- set-up --------------------------------------------------------------------------------------
 
@@ -87,6 +88,9 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         if self.session is None:
             self.session = book_config.open_session(cfg, self.project_root, Path(config.docs_dir))
         self.renderer = Renderer(self.project_root, self._measured_on, self._record_of)
+        if self.excerpts is None or self.excerpts.root != self.project_root:
+            self.excerpts = code_excerpt.Excerpts(self.project_root, self.project_root / cfg.code_package,
+                                                  Path(config.docs_dir))
         if self.serving and self.options.execute and self.background is None:
             # `mkdocs serve` never waits for compute: pages are served at once, results land in the background.
             self.background = BackgroundBuild(self.session, self.options, self.session.cache.root / "serve" / "landed",
@@ -178,6 +182,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.builds += 1
         self.notebooks = {}
         self.usage = pages.usage(Path(config.docs_dir))
+        self.excerpts.start_build()
         if self.background is not None and (self.state is None or self.background.running):
             # The first serve build, and any rebuild while the backlog is still being computed: serve at once,
             # compute in the background. Later rebuilds (an edit) run what they need before rendering, so one
@@ -230,6 +235,11 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             changed = self.shown.update(self.state)  # and remember what is shown, for the next dirty rebuild
             if self.dirty:
                 self.shown.mark_pages(files, changed, self.usage, self.state)
+        if self.serving:  # excerpts whose source changed, API pages whose "在书中" links changed
+            for page in self.excerpts.changed_pages():
+                f = files.get_file_from_path(page)
+                if self.dirty and f is not None:
+                    f.is_modified = lambda: True  # type: ignore[method-assign]
         if self.config.mathjax:
             files.append(File.generated(config, mathjax.URI, abs_src_path=str(mathjax.source())))
         if self.state is not None:  # the "完整记录" link of every origin popover
@@ -285,11 +295,14 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         shown: set[str] = set()
 
         inline: dict[str, None] = {}  # snippets whose values or claims the page shows, in page order
+        self.excerpts.begin_page(page_path)
 
         def render_ref(ref: pages.Ref) -> str:
             if ref.kind in ("value", "claim"):
                 inline.setdefault(ref.snippet)
             try:
+                if ref.kind == "code":
+                    return self.excerpts.render(ref)
                 return self._render(ref, explicit, shown)
             except pages.PageRefError as exc:
                 return self._fail(exc.where, exc.message, inline=ref.kind in ("value", "claim"))
@@ -297,7 +310,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         out = pages.render(markdown, page_path, offset, render_ref)
         if self.state is not None and self.options.execute and page_path.endswith(".md"):
             nb = page_notebook.build(page_path, page.title or page_path, markdown, offset, self._views(),
-                                     lambda path: shown_source(path.read_text(encoding="utf-8")))
+                                     lambda path: shown_source(path.read_text(encoding="utf-8")),
+                                     excerpt=self.excerpts.notebook_markdown)
             if nb is not None:
                 self.notebooks[page_path] = nb
         return out + self._inline_sources([sid for sid in inline if sid not in shown])
@@ -318,6 +332,9 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                 for sid, st in self.state.snippets.items() if not st.snippet.is_notebook}
 
     def on_page_content(self, html_text: str, *, page: Any, config: Any, files: Files) -> str:
+        if self.excerpts is not None:  # an API page: "在书中" under each entry the book shows an excerpt of
+            html_text = self.excerpts.back_links(html_text, page.file.src_uri, page.url,
+                                                 {f.src_uri: f.url for f in files.documentation_pages()})
         if page.file.src_uri in self.notebooks:
             _, name = page_notebook.site_location(page.url, page.file.src_uri)
             html_text = page_notebook.download_button(name) + html_text

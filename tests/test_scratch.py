@@ -1,0 +1,110 @@
+"""The from-scratch path (chapter20/scratch.py): five small models, each a few lines more than the last.
+
+The stages are written for reading, not reuse; these tests hold them to what the page says of them: every
+stage is causal, the averaging is an average of each prefix, one head is the reference attention, several heads
+and the block are the reference implementation's multi-head attention and Pre-LN block (same weights, same
+outputs), and the training records the curves the page plots.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from transformer_book import transformer as ref
+from transformer_book.chapter20 import p08, scratch
+
+D, H, T, V = 16, 4, 8, 23
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def test_causal_average_is_the_mean_of_each_prefix() -> None:
+    x = torch.randn(2, T, D)
+    out = scratch.causal_average(x)
+    for t in range(T):
+        assert torch.allclose(out[:, t], x[:, : t + 1].mean(dim=1), atol=1e-6)
+
+
+@pytest.mark.parametrize("stage", list(scratch.STAGES))
+def test_every_stage_is_causal_and_maps_ids_to_logits(stage: str) -> None:
+    model = scratch.build(stage, V, scratch.ScratchConfig(d_model=D, n_heads=H, context=T)).eval()
+    idx = torch.randint(0, V, (3, T))
+    logits = model(idx)
+    assert logits.shape == (3, T, V)
+    changed = idx.clone()
+    changed[:, -1] = (changed[:, -1] + 1) % V  # only the last token differs
+    after = model(changed)
+    assert torch.equal(after[:, :-1], logits[:, :-1]), "an earlier position saw a later token"
+    assert not torch.equal(after[:, -1], logits[:, -1])  # the last position sees it
+
+
+def test_each_stage_keeps_the_one_before_and_adds_a_few_parts() -> None:
+    names = {s: {n.split(".")[0] for n, _ in scratch.build(s, V, scratch.ScratchConfig(d_model=D, n_heads=H, context=T))
+                 .named_parameters()} for s in scratch.STAGES}
+    assert names["bigram"] == {"tok_emb", "ln_f", "lm_head"}
+    assert names["average"] == names["bigram"]  # averaging has no parameters
+    assert names["head"] == names["bigram"] | {"pos_emb", "attn"}
+    assert names["heads"] == names["head"]
+    assert names["block"] == names["bigram"] | {"pos_emb", "block"}
+
+
+def test_one_head_is_the_reference_attention_with_a_causal_mask() -> None:
+    head = scratch.Head(D, D // H).eval()
+    x = torch.randn(2, T, D)
+    q, k, v = head.query(x), head.key(x), head.value(x)
+    expected, _ = ref.scaled_dot_product_attention(q, k, v, torch.ones(T, T, dtype=torch.bool).tril())
+    assert torch.allclose(head(x), expected, atol=1e-6)
+
+
+def _packed(mha: scratch.MultiHead) -> ref.MultiHeadAttention:
+    """The reference multi-head attention with the same weights: the heads' W^Q (W^K, W^V) stacked."""
+    theirs = ref.MultiHeadAttention(d_model=D, n_heads=H)
+    with torch.no_grad():
+        for i, part in enumerate(("query", "key", "value")):
+            theirs.in_proj.weight[i * D:(i + 1) * D] = torch.cat([getattr(h, part).weight for h in mha.heads])
+        theirs.in_proj.bias.zero_()
+        theirs.out_proj.load_state_dict(mha.proj.state_dict())
+    return theirs
+
+
+def test_several_heads_are_the_reference_multi_head_attention() -> None:
+    mha = scratch.MultiHead(D, H).eval()
+    x = torch.randn(2, T, D)
+    expected, _ = _packed(mha)(x, mask=torch.ones(T, T, dtype=torch.bool).tril())
+    assert torch.allclose(mha(x), expected, atol=1e-6)
+
+
+def test_the_block_is_the_reference_pre_ln_block() -> None:
+    ours = scratch.Block(D, H, dropout=0.0).eval()
+    theirs = ref.TransformerBlock(d_model=D, n_heads=H, norm="pre").eval()
+    with torch.no_grad():
+        theirs.ln1.load_state_dict(ours.ln1.state_dict())
+        theirs.ln2.load_state_dict(ours.ln2.state_dict())
+        theirs.attn.load_state_dict(_packed(ours.attn).state_dict())
+        theirs.ffn.fc1.load_state_dict(ours.ffn.net[0].state_dict())
+        theirs.ffn.fc2.load_state_dict(ours.ffn.net[2].state_dict())
+    x = torch.randn(2, T, D)
+    expected, _, _ = theirs(x, mask=torch.ones(T, T, dtype=torch.bool).tril())
+    assert torch.allclose(ours(x), expected, atol=1e-5)
+
+
+def test_training_a_stage_records_its_curves_and_they_round_trip_as_data() -> None:
+    text = "春天来了，花开了。夏天来了，雨多了。秋天来了，叶黄了。冬天来了，雪白了。" * 8
+    data = p08.prepare_data({"a": text, "b": text[::-1]})
+    config = scratch.ScratchConfig(d_model=D, n_heads=H, context=T, batch_size=4, steps=6, eval_every=3,
+                                   warmup_steps=2)
+    result = scratch.train_stage("block", config, data)
+    assert result.steps == [0, 3, 6]
+    assert len(result.train_loss) == len(result.val_loss) == 3
+    assert all(math.isfinite(v) for v in result.train_loss + result.val_loss)
+    assert abs(result.val_loss[0] - math.log(data.tokenizer.vocab_size)) < 0.1  # untrained: a uniform guess
+    assert result.n_parameters == sum(p.numel() for p in scratch.build("block", data.tokenizer.vocab_size, config).parameters())
+    assert scratch.StageResult.from_data(result.data()) == result
+    again = scratch.train_stage("block", config, data)  # same data, order and seed: the same numbers
+    assert again.val_loss == result.val_loss
