@@ -54,6 +54,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.memory = PageMemory()  # titles and anchors of pages a dirty rebuild does not read
         self.print_pdf = False  # this build prints the book into a PDF (print_edition)
         self.nav: Any = None
+        self.math: mathjax.SiteMath | None = None  # the formulas of this build's pages
 
     # -- set-up --------------------------------------------------------------------------------------
 
@@ -101,12 +102,20 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             if why_not:
                 log.info(f"print edition skipped: {why_not}")
             self.print_pdf = not why_not
-        if cfg.mathjax and mathjax.URI not in [str(s) for s in config.extra_javascript]:
-            config.extra_javascript.append(mathjax.URI)
+        self.math = None
+        if cfg.mathjax:  # formulas typeset by the build (or, where it cannot, by MathJax in the reader's browser)
+            why_not = "mkdocs serve shows a new formula at once" if self.serving else mathjax.unavailable()
+            if why_not and not self.serving:
+                log.info(f"formulas are typeset in the reader's browser: {why_not}")
+            store = None if why_not else mathjax.Store(self._cache_root() / "math")
+            self.math = mathjax.SiteMath(store, log.warning)
         if origin.SCRIPT not in [str(s) for s in config.extra_javascript]:
             config.extra_javascript.append(origin.SCRIPT)
             config.extra_css.append(origin.STYLE)
         return config
+
+    def _cache_root(self) -> Path:
+        return self.session.cache.root if self.session is not None else self.project_root / ".book-cache"
 
     def _start_early(self, config: Any) -> None:
         """Start in the background what the build will wait for later, so that it overlaps the wait for the
@@ -390,6 +399,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
         if page.file.src_uri.endswith(".ipynb"):
             output = fix_notebook_html.fix(output, page.url, Path(config.site_dir))
+        if self.math is not None:
+            output = self.math.page(output, page.url, page.file.dest_uri)
         nb = self.notebooks.get(page.file.src_uri)
         if nb is not None:
             folder, name = page_notebook.site_location(page.url, page.file.src_uri)
@@ -429,6 +440,10 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         if written is not None:
             out, n, how = written
             log.debug(f"Chinese web font: {n} characters, {out.stat().st_size // 1024} KB ({how})")
+        if self.math is not None:  # after the font: \text{…} in a formula is measured in it
+            typeset, finished = self.math.finish(site_dir)
+            if finished:
+                log.info(f"formulas: {typeset} typeset at build time, {finished} page(s) finished")
         if self.background is not None:
             self.background.release()  # the pages are written: now the snippets may have the cores
         for warning in fix_search.patch(site_dir):

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
+from transformer_book.book.site import mathjax
+
 PDF_NAME = "transformer-book.pdf"
 CHROMIUM = Path(os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
@@ -149,13 +151,24 @@ def combine(site_dir: Path, entries: list[Entry], title: str, description: str =
                    f"{html.escape(e.title)}</a></li>")
         body.append(f'<section class="print-page" id="{page_id(e.url)}">{article(site_dir, e, known)}</section>')
     links = "".join(f'<link rel="stylesheet" href="{html.escape(s)}">' for s in sheets)
+    articles = "".join(body)
+    # The formulas were typeset when the site was built (mathjax.SiteMath): their style sheet comes along.
+    # A site whose pages typeset in the browser instead (no build-time typesetting) prints with MathJax.
+    math_css = ""
+    for e in entries:
+        found = re.search(rf'<style id="{mathjax.STYLE_ID}">(.*?)</style>',
+                          _html_file(site_dir, e.url).read_text(encoding="utf-8"), re.S)
+        if found:
+            math_css = f"<style>{found.group(1)}</style>"
+            break
+    scripts = f"<script>{mathjax.config_script()}</script><script src=\"{mathjax.URI}\"></script>" \
+        if mathjax.formulas(articles) else ""
     return ("<!doctype html><html lang=\"zh\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title>{links}<style>{PRINT_CSS}</style>"
-            '<script src="javascripts/mathjax-config.js"></script><script src="assets/mathjax/tex-svg-full.js"></script>'
+            f"<title>{html.escape(title)}</title>{links}{math_css}<style>{PRINT_CSS}</style>{scripts}"
             '</head><body class="md-typeset"><div class="md-typeset">'
             f'<div class="print-cover"><h1>{html.escape(title)}</h1><p>{html.escape(description)}</p><p>印刷版</p></div>'
             f'<nav class="print-toc print-page"><h2>目录</h2><ol>{"".join(toc)}</ol></nav>'
-            + "".join(body) + "</div></body></html>")
+            + articles + "</div></body></html>")
 
 
 def build(site_dir: Path, entries: list[Entry], title: str, description: str = "", timeout_s: float = 600) -> Path:
@@ -175,8 +188,8 @@ def build(site_dir: Path, entries: list[Entry], title: str, description: str = "
                 page.set_default_timeout(timeout_s * 1000)
                 page.goto(Path(tmp).as_uri(), wait_until="load")
                 page.evaluate("document.fonts.ready.then(() => 0)")
-                page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
-                page.evaluate("MathJax.startup.promise.then(() => 0)")
+                page.evaluate("window.MathJax && MathJax.startup && MathJax.startup.promise"
+                              " ? MathJax.startup.promise.then(() => 0) : 0")
                 broken = page.evaluate("[...document.images].filter(i => !i.complete || i.naturalWidth === 0)"
                                        ".map(i => i.getAttribute('src'))")
                 if broken:
