@@ -162,7 +162,7 @@ def from_mathjax(container: str) -> Typeset:
 
 
 def substitute(page_html: str, typeset: dict[str, Typeset], stylesheet: str) -> str:
-    """The page with each formula replaced by its SVG, the glyphs it uses in one hidden ``<svg>`` at the end
+    """The page with each formula replaced by its SVG, the glyphs it uses in one hidden ``<svg>`` at the start
     of the article (so that the print edition, which joins articles, takes them along) and MathJax's style
     sheet in the head. Formulas missing from ``typeset`` stay TeX."""
     used: dict[str, str] = {}
@@ -181,8 +181,8 @@ def substitute(page_html: str, typeset: dict[str, Typeset], stylesheet: str) -> 
     paths = "".join(f'<path id="{gid}" d="{d}"></path>' for gid, d in sorted(used.items()))
     cache = (f'<svg xmlns="http://www.w3.org/2000/svg" id="{CACHE_ID}" style="display: none;" aria-hidden="true">'
              f"<defs>{paths}</defs></svg>")
-    end = out.rfind("</article>")
-    out = out[:end] + cache + out[end:] if end >= 0 else out.replace("</body>", cache + "</body>", 1)
+    article = re.search(r"<article\b[^>]*>", out)  # before the formulas: each <use> finds its glyph parsed
+    out = out[:article.end()] + cache + out[article.end():] if article else out.replace("<body>", "<body>" + cache, 1)
     if f'id="{STYLE_ID}"' not in out:
         out = out.replace("</head>", f'<style id="{STYLE_ID}">{stylesheet}</style></head>', 1)
     return out
@@ -293,7 +293,8 @@ class Typesetter:
     def __init__(self, site_dir: Path, stylesheets: Iterable[str]) -> None:
         from playwright.sync_api import sync_playwright
 
-        from transformer_book.book.site import print_edition
+        from transformer_book.book.site import print_edition, webfont
+        from transformer_book.book.site.page_html import blocking_font_faces
 
         self._pw = sync_playwright().start()
         try:
@@ -313,7 +314,13 @@ class Typesetter:
                 route.fulfill(path=str(target))
 
             self.page.route(HOST + "**", serve)
+            stylesheets = list(stylesheets)
             links = "".join(f'<link rel="stylesheet" href="{HOST}{html.escape(s)}">' for s in stylesheets)
+            # the fonts as the reader's browser has them once loaded (never the fallback while they load)
+            fonts = blocking_font_faces(site_dir, stylesheets)
+            if (site_dir / webfont.URI).exists():  # the pages add it by script (page_html.FONT_LOADER)
+                fonts += webfont.font_face(HOST + webfont.URI)
+            links += f"<style>{fonts}</style>"
             page = PAGE.format(links=links, config=config_script(typeset=False), host=HOST, program=PROGRAM)
             self.page.route(HOST + "typeset.html", lambda route: route.fulfill(
                 body=page, content_type="text/html; charset=utf-8"))

@@ -19,7 +19,8 @@ from mkdocs.structure.files import File, Files
 
 from transformer_book.book.checking import claim_index, drift_page
 from transformer_book.book.site import config as book_config
-from transformer_book.book.site import fix_notebook_html, fix_search, mathjax, print_edition
+from transformer_book.book.site import fix_notebook_html, fix_search, mathjax, page_html, print_edition
+from transformer_book.book.site import regions
 from transformer_book.book.site.site_font import SiteFont, font_file
 from transformer_book.book.rendering import origin, page_notebook, pages
 from transformer_book.book.execution import pool
@@ -55,6 +56,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.print_pdf = False  # this build prints the book into a PDF (print_edition)
         self.nav: Any = None
         self.math: mathjax.SiteMath | None = None  # the formulas of this build's pages
+        self.files: Files | None = None  # this build's files (on_files)
 
     # -- set-up --------------------------------------------------------------------------------------
 
@@ -112,6 +114,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         if origin.SCRIPT not in [str(s) for s in config.extra_javascript]:
             config.extra_javascript.append(origin.SCRIPT)
             config.extra_css.append(origin.STYLE)
+        if regions.URI not in [str(s) for s in config.extra_javascript]:
+            config.extra_javascript.append(regions.URI)
         return config
 
     def _cache_root(self) -> Path:
@@ -249,6 +253,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                     files.append(File.generated(config, origin.record_target(sid), abs_src_path=str(st.snippet.record_path)))
         for uri, path in origin.assets().items():
             files.append(File.generated(config, uri, abs_src_path=str(path)))
+        files.append(File.generated(config, regions.URI, content=regions.SCRIPT))
+        self.files = files  # the generated figures, for the sizes of their <img> (page_html)
         if self.session is not None and files.get_file_from_path(claim_index.PAGE) is None:
             # the authors' guide page of every claim beside its sentence, from the records as they are now
             found = {sid: snip.record_path for sid, snip in self.session.discover().items()}
@@ -399,6 +405,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
         if page.file.src_uri.endswith(".ipynb"):
             output = fix_notebook_html.fix(output, page.url, Path(config.site_dir))
+        output = page_html.fix(output, page.url, self._generated_svg, bool(self.config.webfont))
         if self.math is not None:
             output = self.math.page(output, page.url, page.file.dest_uri)
         nb = self.notebooks.get(page.file.src_uri)
@@ -406,6 +413,16 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             folder, name = page_notebook.site_location(page.url, page.file.src_uri)
             page_notebook.write(Path(config.site_dir), folder, name, nb)
         return output
+
+    def _generated_svg(self, path: str) -> str | None:
+        """A generated figure's SVG by its path in the site (what page_html sizes its <img> by)."""
+        f = self.files.get_file_from_path(path) if self.files is not None else None
+        if f is None:
+            return None
+        try:
+            return f.content_string
+        except (OSError, UnicodeDecodeError):
+            return None
 
     # -- the end -------------------------------------------------------------------------------------
 
@@ -447,7 +464,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         if self.background is not None:
             self.background.release()  # the pages are written: now the snippets may have the cores
         for warning in fix_search.patch(site_dir):
-            log.warning(warning + " (tests/test_browser.py checks that typed Chinese terms are searched whole)")
+            log.warning(warning + " (tests/test_browser.py checks the search: whole Chinese terms, the index on demand)")
         if self.print_pdf and self.nav is not None:
             self._print(site_dir, config)
         if self.state is None or not self.options.execute or self.session is None:

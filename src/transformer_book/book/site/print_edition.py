@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from transformer_book.book.site import mathjax
+from transformer_book.book.site import mathjax, page_html, webfont
 
 PDF_NAME = "transformer-book.pdf"
 CHROMIUM = Path(os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium"))
@@ -116,6 +116,7 @@ def article(site_dir: Path, entry: Entry, known: set[str]) -> str:
     pid = page_id(entry.url)
     body = _CODE_FOLD.sub(lambda m: f'<p class="print-code-ref">{m.group(1)}（代码见仓库与网站）</p>', body)
     body = re.sub(r"<details(?![^>]*\bopen\b)", "<details open", body)
+    body = body.replace(' loading="lazy"', "")  # every figure is printed: none waits to be scrolled to
     body = _ID.sub(lambda m: f'id="{pid}--{m.group(1)}"', body)
 
     def resolve(m: re.Match[str]) -> str:
@@ -163,8 +164,11 @@ def combine(site_dir: Path, entries: list[Entry], title: str, description: str =
             break
     scripts = f"<script>{mathjax.config_script()}</script><script src=\"{mathjax.URI}\"></script>" \
         if mathjax.formulas(articles) else ""
+    fonts = page_html.blocking_font_faces(site_dir, sheets)  # on paper, text waits for its font
+    if (site_dir / webfont.URI).exists():  # the pages add it by script (page_html.FONT_LOADER)
+        fonts += webfont.font_face(webfont.URI)
     return ("<!doctype html><html lang=\"zh\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title>{links}{math_css}<style>{PRINT_CSS}</style>{scripts}"
+            f"<title>{html.escape(title)}</title>{links}{math_css}<style>{fonts}{PRINT_CSS}</style>{scripts}"
             '</head><body class="md-typeset"><div class="md-typeset">'
             f'<div class="print-cover"><h1>{html.escape(title)}</h1><p>{html.escape(description)}</p><p>印刷版</p></div>'
             f'<nav class="print-toc print-page"><h2>目录</h2><ol>{"".join(toc)}</ol></nav>'
