@@ -543,6 +543,160 @@ def test_hovering_or_tapping_a_number_shows_where_it_comes_from(chromium, site_u
         context.close()
 
 
+# ------------------------------------------------------------------- heatmaps and explorables (issue 30)
+
+
+def _record(site: Path, snippet: str) -> dict:
+    import json
+
+    return json.loads((site / "assets" / "records" / f"{snippet}.record.json").read_text(encoding="utf-8"))
+
+
+def _heatmap_pages(site: Path) -> list[str]:
+    return sorted(p.parent.relative_to(site).as_posix() + "/" for p in site.rglob("index.html")
+                  if "book-grid-data" in p.read_text(encoding="utf-8"))
+
+
+HEATMAP_PAGES = ["lecture07/s04-three-flaws/", "lecture07/s05-position/", "lecture07/s08-architectures/",
+                 "lecture07/s11-experiments/", "chapter20/c13-attention-weights/"]
+
+
+def test_every_heatmap_of_the_book_is_carried_into_its_page(built_site: Path) -> None:
+    """The attention maps (§4, §8's cross-attention, §11, c13) and §5's position-encoding table are readable
+    cell by cell: each page carries its heatmaps' data, and the pages that do are exactly these."""
+    assert _heatmap_pages(built_site) == sorted(HEATMAP_PAGES)
+
+
+@pytest.mark.parametrize("size,scheme", [("desktop", "light"), ("phone", "light"), ("desktop", "dark")])
+def test_every_heatmap_reads_out_three_cells_as_recorded(chromium, site_url: str, built_site: Path,
+                                                         size: str, scheme: str) -> None:
+    """On every heatmap of the book (every panel of c13 reachable from its selector), three cells pointed at —
+    hovered on a desktop, tapped on a phone — read out the recorded row label, column label and value as the
+    figure's cell format shows it; the keyboard reaches the cells and moves between them."""
+    from transformer_book.book.results import format_number
+
+    phone = size == "phone"
+    context = chromium.new_context(viewport=PHONE if phone else DESKTOP, has_touch=phone, is_mobile=phone,
+                                   color_scheme="dark" if scheme == "dark" else "light", locale="zh-CN")
+    page = context.new_page()
+    problems: list[str] = []
+    try:
+        for path in HEATMAP_PAGES:
+            page.goto(site_url + path, wait_until="load")
+            boxes = page.locator(".book-hm")
+            page.wait_for_selector(".book-hm td.book-hm-cell")
+            for b in range(boxes.count()):
+                box = boxes.nth(b)
+                snippet, key = box.get_attribute("data-for").rsplit(":", 1)
+                fig = _record(built_site, snippet)["results"][key]
+                picks = [0]
+                select = box.locator("select")
+                if select.count():
+                    picks = sorted({0, len(fig["grids"]) - 1})
+                for g in picks:
+                    if select.count():
+                        select.select_option(str(g))
+                    grid = fig["grids"][g]
+                    values = fig["plotted"]
+                    for part in grid["plotted"].split("."):
+                        values = values[part]
+                    rows = list(range(len(values)))[::-1] if grid.get("origin") == "lower" else list(range(len(values)))
+                    n_r, n_c = len(values), len(values[0])
+                    for (r, c) in {(0, 0), (n_r // 2, n_c // 2), (n_r - 1, n_c - 1)}:
+                        cell = box.locator(f'td.book-hm-cell[data-r="{r}"][data-c="{c}"]')
+                        cell.scroll_into_view_if_needed()
+                        cell.tap() if phone else cell.hover()
+                        text = box.locator(".book-hm-readout").inner_text()
+                        row, col = grid["rows"][rows[r]], grid["cols"][c]
+                        value = format_number(values[rows[r]][c], fig["cell_format"])
+                        if not (f"「{row}」" in text and f"「{col}」" in text and text.endswith(f"：{value}")):
+                            problems.append(f"{path} {snippet}:{key} grid {g} cell ({r}, {c}): shows {text!r}, "
+                                            f"recorded {row!r}, {col!r}, {value}")
+                    box.locator('td.book-hm-cell[data-r="0"][data-c="0"]').focus()
+                    page.keyboard.press("ArrowRight")
+                    if n_c > 1 and page.evaluate("document.activeElement.dataset.c") != "1":
+                        problems.append(f"{path} {snippet}:{key}: the arrow keys do not move between cells")
+                    if box.locator('td.book-hm-cell[tabindex="0"]').count() != 1:
+                        problems.append(f"{path} {snippet}:{key}: not exactly one cell in the tab order")
+                if phone and page.evaluate("document.documentElement.scrollWidth") > PHONE["width"] + 1:
+                    problems.append(f"{path}: the heatmap makes the page wider than the phone")
+        _report(problems, "heatmap cells that do not read out their record")
+    finally:
+        context.close()
+
+
+def test_without_javascript_every_heatmap_is_its_static_figure(chromium, site_url: str) -> None:
+    context = chromium.new_context(viewport=DESKTOP, java_script_enabled=False)
+    page = context.new_page()
+    try:
+        for path in HEATMAP_PAGES:
+            page.goto(site_url + path, wait_until="load")
+            figures = page.locator("figure.book-heatmap img")
+            assert figures.count() >= 1 and page.locator(".book-hm").count() == 0
+            for i in range(figures.count()):
+                assert figures.nth(i).is_visible(), f"{path}: heatmap {i} is not shown without JavaScript"
+    finally:
+        context.close()
+
+
+EXPLORABLES = {  # page → (snippet, key) and the control choices to walk through (label text per control)
+    "lecture07/s03-scaling/": ("lecture07/s03_explore", "explore", [["1024", "不除"], ["4", "不除"], ["1024", "除以 √dₖ"]]),
+    "lecture07/s05-position/": ("lecture07/s05_shift_explore", "explore", [["5"], ["100"], ["0"]]),
+    "chapter20/c11-train-generate/": ("chapter20/c11_decoding_explore", "explore",
+                                      [["0.5", "5", "不截断"], ["1.5", "不截断", "0.9"], ["0（贪心）", "10", "0.5"]]),
+}
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_every_explorable_shows_the_recorded_state_its_controls_pick(chromium, site_url: str, built_site: Path,
+                                                                      size: str) -> None:
+    """Each explorable, moved through several states by clicking (tapping) its options or pressing the arrow
+    keys on its slider: every bar value and text it shows is the record's for that state, in the view's format."""
+    import itertools
+
+    from transformer_book.book.results import format_number
+
+    phone = size == "phone"
+    context = chromium.new_context(viewport=PHONE if phone else DESKTOP, has_touch=phone, is_mobile=phone,
+                                   locale="zh-CN")
+    page = context.new_page()
+    problems: list[str] = []
+    try:
+        for path, (snippet, key, walks) in EXPLORABLES.items():
+            page.goto(site_url + path, wait_until="load")
+            rec = _record(built_site, snippet)["results"][key]
+            uid = "ex-" + f"{snippet}-{key}".replace("/", "-").replace("_", "-")  # as the renderer names it
+            root = page.locator(f"#{uid}")
+            root.locator(".book-ex-controls").wait_for(state="visible")
+            combos = list(itertools.product(*(range(len(c["labels"])) for c in rec["controls"])))
+            for walk in walks:
+                chosen = []
+                for i, (control, text) in enumerate(zip(rec["controls"], walk)):
+                    j = control["labels"].index(text)
+                    chosen.append(j)
+                    slider = root.locator(f'input[type="range"][data-control="{i}"]')
+                    if slider.count():
+                        slider.focus()
+                        page.keyboard.press("Home")
+                        for _ in range(j):
+                            page.keyboard.press("ArrowRight")
+                    else:
+                        option = root.locator(f'input[type="radio"][data-control="{i}"][value="{j}"]')
+                        label = option.locator("xpath=..")
+                        label.tap() if phone else label.click()
+                state = rec["states"][combos.index(tuple(chosen))]
+                bars = [v for v in rec["show"] if v["view"] == "bars"]
+                want = [format_number(x, v["fmt"]) for v in bars for x in state[v["values"]]]
+                texts = [format_number(state[v["field"]], v["fmt"]) for v in rec["show"] if v["view"] == "text"]
+                got = root.locator(".book-ex-view .book-ex-bar-value").all_inner_texts()
+                got_texts = root.locator(".book-ex-view .book-ex-text-value").all_inner_texts()
+                if got != want or got_texts != texts:
+                    problems.append(f"{path} {walk}: shows {got} {got_texts}, recorded {want} {texts}")
+        _report(problems, "explorables that show something else than the record")
+    finally:
+        context.close()
+
+
 # ---------------------------------------------------------------------------------------------- dark mode
 
 
@@ -583,7 +737,7 @@ def test_figures_stay_legible_in_the_light_and_the_dark_scheme(chromium, site_ur
         assert page.get_attribute("body", "data-md-color-scheme") == expected
         toggle = page.locator("form[data-md-component=palette] label:visible")
         assert toggle.count() == 1, "no light/dark toggle in the header"
-        figures = page.locator(".md-content figure.book-figure img")
+        figures = page.locator(".md-content figure.book-figure img:visible")  # a heatmap's cells may replace its picture
         assert figures.count() >= 2
         problems = []
         for i in range(figures.count()):

@@ -72,7 +72,7 @@ def compute():
     layer1, layer2 = ([s for s in stats if s["layer"] == n] for n in (1, 2))
     name = lambda s: f"第 {s['layer']} 层的头 {s['head']}"  # noqa: E731
     return {
-        "heatmap": Figure(fig, kind="trained"),
+        "heatmap": Figure(fig, kind="trained", grid_labels=("查询（正在读的字）", "被查看的字")),
         "head_stats": table,
         "stripes_layer2": Value(stripe_description(weights[-1], config.n_layers), kind="trained"),
         "stripe_threshold": Value(STRIPE, ".2f"),

@@ -7,10 +7,12 @@
 import numpy as np
 
 from transformer_book.attention_numpy import self_attention, self_attention_loop
-from transformer_book.book import Claim, Table, Value, below
+from transformer_book.book import Claim, Figure, Table, Value, below
+from transformer_book.step_pictures import query_path
 
 WORDS = ["the", "cat", "sat", "down"]
 D, D_K = 4, 3
+SHOWN_QUERY = 2  # 步骤图画“sat”这个查询
 
 
 def matrix_table(matrix, row_names, col_names, fmt=".3f"):
@@ -27,7 +29,14 @@ def compute():
     looped = self_attention_loop(X, W_q, W_k, W_v)
     max_diff = float(np.abs(trace.output - looped).max())
     dims = [f"第 {i + 1} 维" for i in range(D_K)]
+    i = SHOWN_QUERY
+    raw = trace.K @ trace.Q[i]  # (n,)：查询 i 与每个键的点积
+    picture = query_path(WORDS, i, trace.Q[i], raw, trace.scores[i], trace.weights[i], trace.V, trace.output[i], D_K)
     return {
+        "query_path": Figure(picture, data={"q": trace.Q[i].tolist(), "dots": raw.tolist(),
+                                            "scaled": trace.scores[i].tolist(), "weights": trace.weights[i].tolist(),
+                                            "weighted": (trace.weights[i][:, None] * trace.V).tolist(),
+                                            "output": trace.output[i].tolist()}),
         "queries": matrix_table(trace.Q, WORDS, dims),
         "scores": matrix_table(trace.scores, WORDS, WORDS),
         "weights": matrix_table(trace.weights, WORDS, WORDS),

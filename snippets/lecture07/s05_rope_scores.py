@@ -1,4 +1,4 @@
-"""第 5.4 节：RoPE 的打分只取决于相对位置 m − n，而且旋转不改变向量的长度。
+"""第 5.4 节：RoPE 的注意力分数只取决于相对位置 m − n，而且旋转不改变向量的长度。
 
 同一个查询 q 和同一个键 k（d_k = 8，固定种子的随机数）放在不同的位置 (m, n)：
 RoPE 把 q 转 m 个“步长”、把 k 转 n 个“步长”再做点积；对照组把正弦位置编码加到 q、k 上再做点积。
@@ -42,7 +42,7 @@ def compute():
 
     return {
         "scores": Table(
-            columns=["$(m, n)$", "$m - n$", "RoPE 打分", "加正弦编码后的打分"],
+            columns=["$(m, n)$", "$m - n$", "RoPE 的分数", "加正弦编码后的分数"],
             rows=[[f"({m}, {n})", m - n, r, a] for (m, n), r, a in zip(PAIRS, rope, added)],
             formats=["", "d", ".3f", ".3f"],
             tolerance=FLOAT32,
@@ -60,14 +60,14 @@ def compute():
         "q_norm": Value(np.linalg.norm(q), ".4f"),
         "norm_change": Value(norm_change, ".1e", kind="rounding"),
         "pairing_diff": Value(pairing_diff, ".1e", kind="rounding"),
-        "relative_only": Claim("用 RoPE 时，m − n 相同的几组打分只差 float32 的舍入（小于 10⁻⁴）", below(rope_spread, 1e-4, name="最大差")),
-        "tells_sign_apart": Claim("RoPE 的打分区分 m − n = 3 与 m − n = −3", above(asymmetry, 1e-2, name="两者之差")),
-        "added_depends_on_position": Claim("加上正弦编码后，m − n 相同的几组打分随绝对位置变化；m − n = 3 与 0 "
+        "relative_only": Claim("用 RoPE 时，m − n 相同的几组分数只差 float32 的舍入（小于 10⁻⁴）", below(rope_spread, 1e-4, name="最大差")),
+        "tells_sign_apart": Claim("RoPE 的分数区分 m − n = 3 与 m − n = −3", above(asymmetry, 1e-2, name="两者之差")),
+        "added_depends_on_position": Claim("加上正弦编码后，m − n 相同的几组分数随绝对位置变化；m − n = 3 与 0 "
                                            "的两组变化都超过 1",
                                            all_of(above(min(added_spread.values()), 1e-3, name="最小的变化"),
                                                   above(added_spread[3], 1.0, name="m−n=3 的变化"),
                                                   above(added_spread[0], 1.0, name="m−n=0 的变化"))),
         "length_kept": Claim("旋转不改变向量的长度（差别小于 10⁻⁵）", below(norm_change, 1e-5, name="长度的最大变化")),
-        "pairings_agree": Claim("两种配对方式在重排维度之后给出相同的打分（差别小于 10⁻⁴）", below(pairing_diff, 1e-4, name="最大差")),
+        "pairings_agree": Claim("两种配对方式在重排维度之后给出相同的分数（差别小于 10⁻⁴）", below(pairing_diff, 1e-4, name="最大差")),
     }
 

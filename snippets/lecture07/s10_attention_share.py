@@ -1,7 +1,7 @@
 """第 10.1 节：一层 Transformer 的计算量里，注意力矩阵（QKᵀ 与 AV）占多少。
 
-d = 768（GPT-2 small 的宽度），n 从 128 翻倍到 65536。公式见 ``transformer_book.cost``：
-投影 4nd² + 前馈 8nd² + 注意力矩阵 2n²d（乘加次数）。公式与我们的 TransformerBlock 实际执行的
+d = 768（GPT-2 small 的宽度），序列长度 T 从 128 翻倍到 65536。公式见 ``transformer_book.cost``：
+投影 4Td² + 前馈 8Td² + 注意力矩阵 2T²d（乘加次数）。公式与我们的 TransformerBlock 实际执行的
 矩阵乘法一致，由 tests/test_lecture07_s08_s15.py 用 PyTorch 的 FlopCounterMode 逐项核对。
 """
 
@@ -22,7 +22,7 @@ def compute():
         f = layer_flops(n, D)
         rows.append([n, f.linear / MILLION, f.attention_matrix / MILLION, f.attention_share])
     table = Table(
-        columns=["$n$", "投影与前馈 $12nd^2$（百万次乘加）", "注意力矩阵 $2n^2d$（百万次乘加）", "注意力矩阵的占比"],
+        columns=["$T$", "投影与前馈 $12Td^2$（百万次乘加）", "注意力矩阵 $2T^2d$（百万次乘加）", "注意力矩阵的占比"],
         rows=rows,
         formats=["d", ",.0f", ",.0f", ".1%"],
     )
@@ -36,13 +36,13 @@ def compute():
         ax.text(crossover_length(d) * 0.93, 0.03, f"6d = {crossover_length(d)}", color=color, ha="right", fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_xticks(FIG_LENGTHS, [str(n) for n in FIG_LENGTHS], fontsize=7)
-    ax.set(xlabel="序列长度 n", ylabel="注意力矩阵占一层计算的比例", ylim=(0, 1))
+    ax.set(xlabel="序列长度 T", ylabel="注意力矩阵占一层计算的比例", ylim=(0, 1))
     ax.yaxis.set_major_formatter(lambda y, _: f"{y:.0%}")
     ax.legend(loc="upper left")
 
     gib = 2**30
     return {
-        "gpt2_under_a_fifth": Claim("GPT-2 的上下文窗口 n = 1024 时，注意力矩阵不到一层计算的五分之一",
+        "gpt2_under_a_fifth": Claim("GPT-2 的上下文窗口 T = 1024 时，注意力矩阵不到一层计算的五分之一",
                                     below(attention_share(1024, D), 0.2, name="注意力矩阵的份额")),
 
         "table": table,

@@ -102,6 +102,6 @@ def compute():
             ax.get_xticklabels()[t].set_color("C3" if t == item.subject_pos else "C1")
         ax.set_title(f"例句 {1 if name == 'pp' else 2}：预测主动词时各头的注意力（红：主语，橙：干扰名词）", fontsize=9)
     fig.colorbar(image, ax=axes, shrink=0.6, label="注意力权重")
-    results["heatmap"] = Figure(fig, kind="trained")
+    results["heatmap"] = Figure(fig, kind="trained", grid_labels=("头", "前缀里的词"))
 
     return results

@@ -1,6 +1,6 @@
 """第 15 节练习 1：两个词的自注意力，手算的每一步用代码再算一遍。
 
-q₁ = (1, 0)，q₂ = (0, 1)；k₁ = (1, 1)，k₂ = (1, −1)；v₁ = (1, 0)，v₂ = (0, 1)；d_k = 2。
+位置从 0 数起：q₀ = (1, 0)，q₁ = (0, 1)；k₀ = (1, 1)，k₁ = (1, −1)；v₀ = (1, 0)，v₁ = (0, 1)；d_k = 2。
 """
 
 import numpy as np
@@ -14,11 +14,11 @@ V = np.array([[1.0, 0.0], [0.0, 1.0]])
 
 
 def compute():
-    output, weights, scores = attention(Q, K, V)  # 打分已除以 √d_k
-    rows = [[f"词 {i + 1}", *scores[i], *weights[i], *output[i]] for i in range(2)]
+    output, weights, scores = attention(Q, K, V)  # 分数已除以 √d_k
+    rows = [[f"$q_{i}$", *scores[i], *weights[i], *output[i]] for i in range(2)]
     return {
         "table": Table(
-            columns=["查询", "对 $k_1$ 的打分", "对 $k_2$ 的打分", "$k_1$ 的权重", "$k_2$ 的权重", "输出第 1 维", "输出第 2 维"],
+            columns=["查询", "对 $k_0$ 的分数", "对 $k_1$ 的分数", "$k_0$ 的权重", "$k_1$ 的权重", "输出第 1 维", "输出第 2 维"],
             rows=rows,
             formats=["", ".3f", ".3f", ".3f", ".3f", ".3f", ".3f"],
         ),

@@ -2,7 +2,7 @@
 
 二维时只有一对维度，``apply_rope`` 的半分配对就是把 (a, b) 当成平面上的一个向量旋转 m·θ。
 cos / sin 表按 θ = π/6 自己构造（``rope_tables`` 的频率固定为 10000^(−2i/d_h)，这里要的是练习给定的 θ）。
-最后两行是补充：q 与 k 方向不同时，位置差 +1 与 −1 的打分不同。
+最后两行是补充：q 与 k 方向不同时，位置差 +1 与 −1 的分数不同。
 """
 
 import math
@@ -37,7 +37,7 @@ def compute():
     a = rows[0]
     return {
         "abc_equal": Claim("(a)(b)(c) 三种情形的点积相同", all_of(*(below(abs(r[-1] - a[-1]), 1e-12, name=f"({'abc'[i]}) 与 (a) 之差") for i, r in enumerate(rows[:3]) if i > 0))),
-        "sign_matters": Claim("q 与 k 方向不同时，位置差 +1 与 −1 的打分不同", above(abs(rows[3][-1] - rows[4][-1]), 0.5, name="两个打分之差")),
+        "sign_matters": Claim("q 与 k 方向不同时，位置差 +1 与 −1 的分数不同", above(abs(rows[3][-1] - rows[4][-1]), 0.5, name="两个分数之差")),
 
         "table": Table(
             columns=["情形", "$m$", "$n$", "$\\tilde q$ 第 1 维", "$\\tilde q$ 第 2 维", "$\\tilde k$ 第 1 维",

@@ -13,7 +13,7 @@ def compute():
     crossover = crossover_length(D)
     ratio = CONTEXT / crossover
     return {
-        "equal_at_6d": Claim("n = 6d 时，注意力矩阵与线性层的计算量正好相等", below(abs(attention_share(crossover, D) - 0.5), 1e-12, name="份额与一半之差")),
+        "equal_at_6d": Claim("T = 6d 时，注意力矩阵与线性层的计算量正好相等", below(abs(attention_share(crossover, D) - 0.5), 1e-12, name="份额与一半之差")),
 
         "crossover": Value(crossover, "d"),
         "ratio": Value(ratio, ".2f"),

@@ -30,6 +30,7 @@ Each number is of one of four kinds, declared by the snippet:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import re
@@ -311,6 +312,16 @@ class Figure(Result):
 
     The numbers it plots (line data, bar heights, image arrays) are extracted from the axes and recorded,
     so a figure drifts like a table does. ``data`` may add further named numbers.
+
+    Every image the figure draws with ``imshow`` is a *heatmap* a reader can read cell by cell: the engine
+    keeps, beside the recorded array, its row and column labels (the axes' tick labels where there is one per
+    cell, the index otherwise — recorded as exact strings), the axes' names and title, and its colour scale
+    (``grids``). On the page, pointing at a cell (mouse, tap, or the arrow keys) shows its row label, column
+    label and value in ``cell_format``; without JavaScript and on paper the SVG is the figure.
+    ``grid_labels=("查询", "键")`` names the rows and columns where the axes have no label of their own;
+    ``heatmaps=False`` says the images are parts of a picture (a diagram drawn with coloured blocks), not
+    heatmaps to read. A figure with one heatmap is replaced on screen by its cells; with several, the static
+    figure stays as the overview and the reader picks one panel at a time to read large below it.
     """
 
     figure: Any
@@ -318,14 +329,21 @@ class Figure(Result):
     data: dict[str, Any] = field(default_factory=dict)
     tolerance: Tolerance = field(default_factory=Tolerance)
     kind: str = EXACT
+    cell_format: str = ".2f"  # how a heatmap cell's value is shown when a reader points at it
+    grid_labels: tuple[str, str] | None = None  # (rows, columns) where the axes carry no label
+    heatmaps: bool = True  # False: the images are parts of a diagram, not heatmaps to read cell by cell
     # Filled in by the engine in the worker (the matplotlib object does not cross processes).
     svg: str = ""
     plotted: dict[str, Any] = field(default_factory=dict)
+    grids: list[dict[str, Any]] = field(default_factory=list)  # one per imshow image: labels and colour scale
     type_name = "figure"
 
     def __post_init__(self) -> None:
         _check_kind(self.kind, self.tolerance, "Figure")
         self.data = plain(dict(self.data))
+        format_number(0.5, self.cell_format)  # a bad format fails in the snippet, not in a page
+        if self.grid_labels is not None:
+            self.grid_labels = (str(self.grid_labels[0]), str(self.grid_labels[1]))
 
     @property
     def kinds(self) -> set[str]:
@@ -336,20 +354,31 @@ class Figure(Result):
         merged = {**self.plotted, **{f"data.{k}": v for k, v in self.data.items()}}
         for path, v in _flatten(key, merged):
             yield Number(path, v, self.kind, series_of(path))
+        for g, grid in enumerate(self.grids):  # what a reader is told a cell is: exact, whatever the figure's kind
+            for axis in ("rows", "cols"):
+                for i, label in enumerate(grid.get(axis, [])):
+                    yield Number(f"{key}.grids[{g}].{axis}[{i}]", label, EXACT, f"{key}.grids.{axis}")
 
     def to_data(self) -> dict[str, Any]:
-        return {"type": "figure", "kind": self.kind, "svg": self.svg, "plotted": self.plotted, "data": self.data,
-                "caption": self.caption, "tolerance": self.tolerance.as_record()}
+        out = {"type": "figure", "kind": self.kind, "svg": self.svg, "plotted": self.plotted, "data": self.data,
+               "caption": self.caption, "tolerance": self.tolerance.as_record()}
+        if self.grids:
+            out.update(grids=self.grids, cell_format=self.cell_format)
+        return out
 
     def to_record(self) -> dict[str, Any]:
         out = self.to_data()
         del out["svg"], out["caption"]
+        if self.grids:  # the colours are the colour map's, not results
+            out["grids"] = [{k: v for k, v in g.items() if k != "colors"} for g in self.grids]
         return out
 
     @classmethod
     def from_data(cls, d: dict[str, Any]) -> "Figure":
-        return cls(None, d.get("caption", ""), d.get("data", {}), Tolerance.from_record(d.get("tolerance")),
-                   d.get("kind", EXACT), d.get("svg", ""), d.get("plotted", {}))
+        return cls(None, caption=d.get("caption", ""), data=d.get("data", {}),
+                   tolerance=Tolerance.from_record(d.get("tolerance")), kind=d.get("kind", EXACT),
+                   cell_format=d.get("cell_format", ".2f"), heatmaps=bool(d.get("grids")), svg=d.get("svg", ""),
+                   plotted=d.get("plotted", {}), grids=d.get("grids", []))
 
 
 class Claim(Result):
@@ -447,6 +476,179 @@ class Block(Result):
         return cls(d["text"], d.get("markdown", False), d.get("kind", EXACT), d.get("caption", ""))
 
 
+@dataclass(frozen=True)
+class Control:
+    """One control of an :class:`Explorable`: a name and the values a reader can choose between.
+
+    ``Control("温度", [0.5, 1.0, 1.5], default=1.0)``; ``labels`` are what the page shows for each value
+    (default: the value in ``fmt``). A control with up to six values is a row of options, a longer one a slider.
+    """
+
+    name: str
+    values: Sequence[Any]
+    default: Any = None  # one of the values; the first if None
+    labels: Sequence[str] | None = None
+    fmt: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", [plain(v) for v in self.values])
+        if not self.values:
+            raise ValueError(f"Control {self.name!r}: give at least one value")
+        labels = [str(x) for x in self.labels] if self.labels is not None else [format_number(v, self.fmt) for v in self.values]
+        if len(labels) != len(self.values) or len(set(labels)) != len(labels):
+            raise ValueError(f"Control {self.name!r}: one distinct label per value")
+        object.__setattr__(self, "labels", labels)
+        default = self.values[0] if self.default is None else plain(self.default)
+        if default not in self.values:
+            raise ValueError(f"Control {self.name!r}: the default {default!r} is not one of its values")
+        object.__setattr__(self, "default", default)
+        if any(c in self.name for c in "[]=,") or any(c in label for label in labels for c in "[]=,"):
+            raise ValueError(f"Control {self.name!r}: names and labels name a state in the record; no [ ] = or ,")
+
+    @property
+    def default_index(self) -> int:
+        return self.values.index(self.default)
+
+    def to_data(self) -> dict[str, Any]:
+        return {"name": self.name, "values": list(self.values), "labels": list(self.labels), "default": self.default}
+
+
+@dataclass(frozen=True)
+class Bars:
+    """What an explorable shows: one horizontal bar per item of a list field (a distribution, several scores).
+
+    ``values`` names a field holding a list of numbers; ``labels`` a field holding the items' names (a list of
+    strings that may change with the state, e.g. the most likely next characters) or a fixed list. Bars are
+    drawn to ``scale`` (default: the largest absolute value over every state, so that switching states compares
+    lengths honestly)."""
+
+    values: str
+    labels: str | Sequence[str]
+    title: str = ""
+    fmt: str = ".3f"
+    scale: float | None = None
+
+
+@dataclass(frozen=True)
+class Text:
+    """What an explorable shows: one field as a labelled line — a number in ``fmt``, or a string."""
+
+    field: str
+    label: str
+    fmt: str = ""
+
+
+VIEWS = {"bars": Bars, "text": Text}
+
+
+class Explorable(Result):
+    """A result a reader plays with: controls, and what the page shows for every combination of their values.
+
+    The snippet computes every state at build time; the engine records every number of every state (path
+    ``key[温度=0.8, top-k=5].probs[2]``, so a drift names the state) and the page switches between the recorded
+    states — the browser computes nothing. ``states`` is a function called with one value per control (in the
+    controls' order) that returns a dict of fields (numbers, strings, or lists of them), or a dict from such
+    tuples to those dicts. ``show`` lists what is drawn for the chosen state (:class:`Bars`, :class:`Text`).
+    Without JavaScript and on paper the page shows the default state and says what the controls vary.
+    """
+
+    type_name = "explorable"
+
+    def __init__(self, controls: Sequence[Control], states: Any, show: Sequence[Bars | Text], *, caption: str = "",
+                 kind: str = EXACT, kinds: dict[str, str] | None = None,
+                 tolerance: Tolerance | None = None) -> None:
+        import itertools
+
+        self.controls = list(controls)
+        if not self.controls or not all(isinstance(c, Control) for c in self.controls):
+            raise TypeError("Explorable: controls is a list of Control")
+        if len({c.name for c in self.controls}) != len(self.controls):
+            raise ValueError("Explorable: two controls with one name")
+        self.show = list(show)
+        if not self.show or not all(isinstance(v, (Bars, Text)) for v in self.show):
+            raise TypeError("Explorable: show is a list of Bars and Text")
+        self.caption = caption
+        self.kind = kind
+        self.field_kinds = dict(kinds or {})  # field → kind, where it differs from ``kind``
+        self.tolerance = tolerance or Tolerance()
+        _check_kind(kind, self.tolerance, "Explorable")
+        for f, k in self.field_kinds.items():
+            _check_kind(k, DEFAULT_TOLERANCE, f"Explorable field {f!r}")
+        combos = list(itertools.product(*(c.values for c in self.controls)))
+        self.states: list[dict[str, Any]] = []  # in the order of itertools.product over the controls' values
+        for combo in combos:
+            fields = states(*combo) if callable(states) else states.get(tuple(combo))
+            if fields is None:
+                raise ValueError(f"Explorable: no state for {self.state_name(combo)}")
+            self.states.append(plain(dict(fields)))
+        names = set(self.states[0])
+        for combo, fields in zip(combos, self.states):
+            if set(fields) != names:
+                raise ValueError(f"Explorable: the state {self.state_name(combo)} has the fields {sorted(fields)}, "
+                                 f"the first has {sorted(names)}")
+        for v in self.show:
+            needed = [v.values] + ([v.labels] if isinstance(v.labels, str) else []) if isinstance(v, Bars) else [v.field]
+            missing = [n for n in needed if n not in names]
+            if missing:
+                raise ValueError(f"Explorable: {type(v).__name__} shows fields {missing} that no state has")
+        unknown = set(self.field_kinds) - names
+        if unknown:
+            raise ValueError(f"Explorable: kinds name unknown fields {sorted(unknown)}")
+
+    def state_name(self, combo: Sequence[Any]) -> str:
+        """``温度=0.8, top-k=5``: how the record, the drift report and the page name a state."""
+        return ", ".join(f"{c.name}={c.labels[c.values.index(v)]}" for c, v in zip(self.controls, combo))
+
+    def combos(self) -> list[tuple[Any, ...]]:
+        import itertools
+
+        return list(itertools.product(*(c.values for c in self.controls)))
+
+    @property
+    def default_state(self) -> int:
+        """Index (in :attr:`states`) of the state every control's default picks."""
+        return self.combos().index(tuple(c.default for c in self.controls))
+
+    def field_kind(self, name: str) -> str:
+        return self.field_kinds.get(name, self.kind)
+
+    def numbers(self, key: str) -> Iterator[Number]:
+        for combo, fields in zip(self.combos(), self.states):
+            base = f"{key}[{self.state_name(combo)}]"
+            for name, v in fields.items():
+                for path, x in _flatten(f"{base}.{name}", v):
+                    yield Number(path, x, self.field_kind(name), series_of(path))
+
+    def to_data(self) -> dict[str, Any]:
+        out = {"type": "explorable", "kind": self.kind, "controls": [c.to_data() for c in self.controls],
+               "states": self.states,
+               "show": [{"view": name, **plain(dataclasses.asdict(v))}
+                        for v in self.show for name, cls in VIEWS.items() if isinstance(v, cls)],
+               "caption": self.caption, "tolerance": self.tolerance.as_record()}
+        if self.field_kinds:
+            out["kinds"] = dict(self.field_kinds)
+        return out
+
+    def to_record(self) -> dict[str, Any]:
+        out = self.to_data()
+        del out["caption"]
+        return out
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> "Explorable":
+        controls = [Control(c["name"], c["values"], c.get("default"), c.get("labels")) for c in d["controls"]]
+        show = [VIEWS[v["view"]](**{k: x for k, x in v.items() if k != "view"}) for v in d.get("show", [])]
+        table = dict(zip([tuple(x) for x in _product(controls)], d["states"]))
+        return cls(controls, table, show, caption=d.get("caption", ""), kind=d.get("kind", EXACT),
+                   kinds=d.get("kinds"), tolerance=Tolerance.from_record(d.get("tolerance")))
+
+
+def _product(controls: Sequence[Control]) -> list[tuple[Any, ...]]:
+    import itertools
+
+    return list(itertools.product(*(c.values for c in controls)))
+
+
 @dataclass
 class Artifact(Result):
     """An object another snippet needs (a trained model's weights …): cached, never recorded or shown.
@@ -464,8 +666,9 @@ class Artifact(Result):
         raise TypeError("artifacts are stored by the cache as blobs, not as data")
 
 
-RESULT_TYPES = (Value, Table, Figure, Claim, Block, Artifact)
-_FROM_DATA = {"value": Value, "table": Table, "figure": Figure, "claim": Claim, "block": Block}
+RESULT_TYPES = (Value, Table, Figure, Claim, Block, Explorable, Artifact)
+_FROM_DATA = {"value": Value, "table": Table, "figure": Figure, "claim": Claim, "block": Block,
+              "explorable": Explorable}
 
 
 def from_data(d: dict[str, Any]) -> Result:

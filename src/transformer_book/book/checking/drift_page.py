@@ -70,6 +70,17 @@ def _difference(old: Any, new: Any) -> str:
     return ""
 
 
+def _cell(value: Any, fmt: str) -> str:
+    """A cell as the page shows it; a cell that is not in the record (or no longer produced) is a dash, and a
+    value the column's format does not fit (a string in a number column) is shown as it is."""
+    if value is None:
+        return "—"
+    try:
+        return format_number(value, fmt)
+    except (TypeError, ValueError):
+        return str(value)
+
+
 class _Page:
     def __init__(self, project_root: Path, docs_dir: Path, usage: dict[tuple[str, str], list[str]]):
         self.root = project_root
@@ -140,10 +151,10 @@ class _Page:
                 text_cls = "text" if isinstance(value, str) else ""
                 if ch is not None and not cls:
                     cells.append(f'<td class="changed {text_cls}" title="{escape(ch.describe())}">'
-                                 f"<del>{escape(format_number(ch.old, fmt))}</del> → "
-                                 f"<ins>{escape(format_number(ch.new, fmt))}</ins></td>")
+                                 f"<del>{escape(_cell(ch.old, fmt))}</del> → "
+                                 f"<ins>{escape(_cell(ch.new, fmt))}</ins></td>")
                 else:
-                    cells.append(f'<td class="{text_cls}">{escape(format_number(value, fmt))}</td>')
+                    cells.append(f'<td class="{text_cls}">{escape(_cell(value, fmt))}</td>')
             body.append(f'<tr class="{cls}">' + "".join(cells) + "</tr>")
         count = sum(1 for ch in changes if ch.kind == "drift")
         note = f"<p>{count} 个单元格变了（黄色：记录 → 现在）。</p>" if count else ""

@@ -25,7 +25,7 @@ TOLERANCE = {"type": ["object", "null"], "properties": {"rel": {"type": "number"
 RESULT = {
     "type": "object",
     "required": ["type"],
-    "properties": {"type": {"enum": ["value", "table", "figure", "claim", "block"]}},
+    "properties": {"type": {"enum": ["value", "table", "figure", "claim", "block", "explorable"]}},
     "allOf": [
         {"if": {"properties": {"type": {"const": "value"}}},
          "then": {"required": ["kind", "value"],
@@ -40,6 +40,22 @@ RESULT = {
         {"if": {"properties": {"type": {"const": "figure"}}},
          "then": {"required": ["kind"],
                   "properties": {"kind": KIND, "data": {"type": "object"}, "plotted": {"type": "object"},
+                                 "grids": {"type": "array", "items": {
+                                     "type": "object", "required": ["rows", "cols"],
+                                     "properties": {"rows": {"type": "array", "items": SCALAR},
+                                                    "cols": {"type": "array", "items": SCALAR}}}},
+                                 "cell_format": {"type": "string"},
+                                 "tolerance": TOLERANCE}}},
+        {"if": {"properties": {"type": {"const": "explorable"}}},
+         "then": {"required": ["kind", "controls", "states", "show"],
+                  "properties": {"kind": KIND,
+                                 "controls": {"type": "array", "minItems": 1, "items": {
+                                     "type": "object", "required": ["name", "values", "labels"],
+                                     "properties": {"name": {"type": "string"}, "values": {"type": "array", "items": SCALAR},
+                                                    "labels": {"type": "array", "items": {"type": "string"}}}}},
+                                 "states": {"type": "array", "items": {"type": "object"}},
+                                 "show": {"type": "array", "items": {"type": "object", "required": ["view"]}},
+                                 "kinds": {"type": "object", "additionalProperties": KIND},
                                  "tolerance": TOLERANCE}}},
         {"if": {"properties": {"type": {"const": "claim"}}},
          "then": {"required": ["statement", "holds", "check"],

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from transformer_book.book import artifacts
-from transformer_book.book.results import MEASURED, Block, Claim, Figure, Result, Table, Value, format_number
+from transformer_book.book.results import MEASURED, Block, Claim, Explorable, Figure, Result, Table, Value, format_number
 
 RESULT_MIME = "application/vnd.transformer-book.result+json"
 
@@ -122,6 +122,10 @@ class Shown:
             return text, text
         if isinstance(r, Block):
             return r.text, r.text
+        if isinstance(r, Explorable):  # every state, as the page's controls would show them
+            lines = [f"{r.state_name(c)}：" + "；".join(f"{k} = {v}" for k, v in s.items())
+                     for c, s in zip(r.combos(), r.states)]
+            return "\n".join(lines), "\n".join(f"- {line}" for line in lines)
         return self.key, self.key
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
@@ -129,6 +133,13 @@ class Shown:
         bundle: dict[str, Any] = {"text/plain": plain}
         if isinstance(self.result, Figure):
             bundle["image/svg+xml"] = self.result.svg
+        elif isinstance(self.result, Explorable):  # the page's drawing of the default state, and the list
+            from transformer_book.book.rendering.interactive import state_html
+
+            r = self.result
+            bundle["text/html"] = (f"<p>{r.state_name(r.combos()[r.default_state])}</p>"
+                                   + state_html(r, r.default_state))
+            bundle["text/markdown"] = markdown
         elif isinstance(self.result, Block) and not self.result.markdown:
             bundle["text/html"] = self.result.text
         else:

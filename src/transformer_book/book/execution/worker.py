@@ -214,6 +214,7 @@ def finalize_figure(fig: Figure) -> None:
     mfig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
     fig.svg = buf.getvalue()
     plotted: dict[str, Any] = {}
+    fig.grids = []
     for a, ax in enumerate(mfig.axes):
         axd: dict[str, Any] = {}
         for i, line in enumerate(ax.get_lines()):
@@ -225,6 +226,8 @@ def finalize_figure(fig: Figure) -> None:
                 axd[f"bars{i}"] = [float(h) for h in heights]
         for i, img in enumerate(ax.get_images()):
             axd[f"image{i}"] = np.asarray(img.get_array(), float).tolist()
+            if fig.heatmaps:
+                fig.grids.append(heatmap_grid(ax, img, f"ax{a}.image{i}", fig.grid_labels))
         for i, coll in enumerate(ax.collections):
             arr = getattr(coll, "get_array", lambda: None)()
             offs = coll.get_offsets() if hasattr(coll, "get_offsets") else None
@@ -237,6 +240,48 @@ def finalize_figure(fig: Figure) -> None:
     fig.plotted = plotted
     plt.close(mfig)
     fig.figure = None
+
+
+GRID_COLORS = 64  # colours sampled from a heatmap's colour map for the page (a cell takes the nearest)
+
+
+def heatmap_grid(ax: Any, img: Any, plotted: str, names: tuple[str, str] | None = None) -> dict[str, Any]:
+    """What a reader is told about each cell of an ``imshow`` image: the row and column labels (the tick
+    labels where the axis has one per cell at 0, 1, 2 …, otherwise the index), the axes' names and title,
+    the colour scale; ``plotted`` is where the values are in the figure's record. Read after ``savefig``,
+    when the tick labels have their text."""
+    import numpy as np
+    from matplotlib.colors import to_hex
+
+    arr = np.asarray(img.get_array(), float)
+    n_rows, n_cols = arr.shape[:2]
+
+    def labels(ticks: Any, texts: list[Any], n: int) -> tuple[list[str], list[str] | None]:
+        pos = [float(t) for t in ticks]
+        words = [t.get_text() for t in texts]
+        if len(pos) == n and all(abs(p - k) < 1e-9 for k, p in enumerate(pos)) and all(words):
+            default = to_hex(texts[0].get_color()) if texts else "#000000"
+            colors = [to_hex(t.get_color()) for t in texts]
+            return words, (colors if any(c != default for c in colors) else None)
+        return [str(k) for k in range(n)], None
+
+    rows, row_colors = labels(ax.get_yticks(), ax.get_yticklabels(), n_rows)
+    cols, col_colors = labels(ax.get_xticks(), ax.get_xticklabels(), n_cols)
+    row_name, col_name = ax.get_ylabel(), ax.get_xlabel()
+    if names is not None:
+        row_name, col_name = row_name or names[0], col_name or names[1]
+    vmin, vmax = img.norm.vmin, img.norm.vmax
+    grid: dict[str, Any] = {
+        "plotted": plotted, "title": ax.get_title() or ax.get_title("left"), "row_name": row_name,
+        "col_name": col_name, "rows": rows, "cols": cols, "vmin": float(vmin), "vmax": float(vmax),
+        "origin": img.origin,
+        "colors": [to_hex(c) for c in img.get_cmap()(np.linspace(0.0, 1.0, GRID_COLORS))],
+    }
+    if row_colors:
+        grid["row_colors"] = row_colors
+    if col_colors:
+        grid["col_colors"] = col_colors
+    return grid
 
 
 class _MissingGlyphs(logging.Handler):

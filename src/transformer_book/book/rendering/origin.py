@@ -16,18 +16,23 @@ from pathlib import Path
 from typing import Any
 
 from transformer_book.book.checking import records
-from transformer_book.book.results import EXACT, MEASURED, ROUNDING, TRAINED, Claim, Figure, Result, Table, Value
+from transformer_book.book.results import EXACT, MEASURED, ROUNDING, TRAINED, Claim, Explorable, Figure, Result, Table, Value
 
 MEASURED_NOTE = "在构建本书的机器上测得"
 RECORDS = "assets/records"  # the site folder the records are copied to (one JSON file per snippet)
 SCRIPT = "assets/book/origin.js"  # the popover, shipped with the engine (no CDN, no build step)
 STYLE = "assets/book/origin.css"
+EXPLORE_SCRIPT = "assets/book/explore.js"  # heatmaps read cell by cell, explorables' controls
+EXPLORE_STYLE = "assets/book/explore.css"
+SCRIPTS = (SCRIPT, EXPLORE_SCRIPT)
+STYLES = (STYLE, EXPLORE_STYLE)
 
 
 def assets() -> dict[str, Path]:
     """Site path → file of the engine's own script and style."""
     here = Path(__file__).parent / "static"
-    return {SCRIPT: here / "origin.js", STYLE: here / "origin.css"}
+    return {SCRIPT: here / "origin.js", STYLE: here / "origin.css",
+            EXPLORE_SCRIPT: here / "explore.js", EXPLORE_STYLE: here / "explore.css"}
 
 KIND_TEXT = {
     EXACT: "精确值：确定性计算，每次构建都要与记录相符",
@@ -107,6 +112,8 @@ def describe(snippet: str, key: str, result: Result, record: dict[str, Any] | No
         out["value"] = f"{len(result.rows)} 行 × {len(result.columns)} 列；每个数的全部位数见完整记录"
     elif isinstance(result, Figure):
         out["value"] = "图中画出的数据见完整记录"
+    elif isinstance(result, Explorable):
+        out["value"] = f"{len(result.states)} 个状态，每个状态的每个数都在完整记录里"
     elif isinstance(result, Claim):
         out["value"] = ("成立" if result.holds else "不成立") + f"：{result.describe_inputs()}"
         out["statement"] = result.statement

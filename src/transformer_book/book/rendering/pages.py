@@ -3,10 +3,12 @@
 Four forms, all between ``{{ `` and `` }}`` (the space after ``{{`` is part of the syntax, so LaTeX's
 ``{{`` is never mistaken for a reference); fenced code blocks and inline code spans are left alone:
 
-- a block on a line of its own places a table, a figure or a ready-made block, with an optional caption::
+- a block on a line of its own places a table, a figure, an explorable (controls over recorded states) or a
+  ready-made block, with an optional caption::
 
       {{ table soft_lookup:lookup "表 2-1　三个查询的软查找" }}
       {{ figure scaling_study:curves "图 3-1　缩放前后" }}
+      {{ explorable s03_explore:scaling "图 3-2　改变 d_k" }}
       {{ block some_snippet:svg }}
 
 - a block that shows a snippet's source as a collapsible listing::
@@ -37,7 +39,7 @@ from typing import Callable, Iterator
 
 _ID = r"[\w][\w./-]*"
 BLOCK_RE = re.compile(
-    rf'^(?P<indent>[ \t]*)\{{\{{\s+(?P<kind>table|figure|block)\s+(?P<snippet>{_ID}):(?P<key>\w+)'
+    rf'^(?P<indent>[ \t]*)\{{\{{\s+(?P<kind>table|figure|block|explorable)\s+(?P<snippet>{_ID}):(?P<key>\w+)'
     rf'(?:\s+"(?P<caption>[^"]*)")?\s*\}}\}}\s*$'
 )
 SOURCE_RE = re.compile(rf"^(?P<indent>[ \t]*)\{{\{{\s+source\s+(?P<snippet>{_ID})\s*\}}\}}\s*$")
@@ -62,7 +64,7 @@ class PageRefError(Exception):
 class Ref:
     page: str  # docs-relative path of the page
     line: int  # 1-based line in the page's source file
-    kind: str  # "table" | "figure" | "block" | "source" | "value" | "claim"
+    kind: str  # "table" | "figure" | "explorable" | "block" | "source" | "value" | "claim"
     snippet: str  # resolved snippet id
     key: str = ""
     fmt: str | None = None

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from transformer_book.book.rendering import origin
+from transformer_book.book.rendering import interactive, origin
 from transformer_book.book.rendering.pages import PageRefError, Ref
-from transformer_book.book.results import MEASURED, Block, Claim, Figure, Result, Table, Value, format_number
+from transformer_book.book.results import MEASURED, Block, Claim, Explorable, Figure, Result, Table, Value, format_number
 from transformer_book.book.types import SnippetError
 
 GENERATED = "assets/generated"
@@ -47,7 +47,8 @@ class Renderer:
     # -- results ---------------------------------------------------------------------------------------
 
     def result(self, ref: Ref, result: Result) -> str:
-        expected = {"table": Table, "figure": Figure, "value": Value, "claim": Claim, "block": Block}[ref.kind]
+        expected = {"table": Table, "figure": Figure, "value": Value, "claim": Claim, "block": Block,
+                    "explorable": Explorable}[ref.kind]
         if not isinstance(result, expected):
             raise PageRefError(ref.where, f"{ref.snippet}:{ref.key} is a {type(result).__name__}, not a {expected.__name__}")
         if isinstance(result, Value):
@@ -59,7 +60,9 @@ class Renderer:
             return self.table(result, caption, origin.badge(self.origin(ref, result)), self.measured_on(ref.snippet))
         if isinstance(result, Block):
             return self.block(result, caption, origin.badge(self.origin(ref, result)))
-        return self.figure(ref, caption, origin.badge(self.origin(ref, result)))
+        if isinstance(result, Explorable):
+            return self.explorable(ref, result, caption, origin.badge(self.origin(ref, result)))
+        return self.figure(ref, caption, origin.badge(self.origin(ref, result)), result)
 
     def value(self, ref: Ref, result: Value) -> str:
         try:
@@ -94,13 +97,25 @@ class Renderer:
                      f"（{measured_on}）：换一台机器、换一种负载都会不同，书只核对正文据此说出的结论。</p>\n")
         return body
 
-    def figure(self, ref: Ref, caption: str, badge: str = "") -> str:
+    def figure(self, ref: Ref, caption: str, badge: str = "", result: Figure | None = None) -> str:
         rel = posixpath.relpath(figure_target(ref.snippet, ref.key), posixpath.dirname(ref.page) or ".")
         alt = caption or f"{ref.snippet} {ref.key}"
-        body = f'<figure class="book-figure" markdown="span">\n  ![{alt}]({rel})\n'
+        heatmap = result is not None and bool(result.grids)
+        cls = "book-figure book-heatmap" if heatmap else "book-figure"
+        body = f'<figure class="{cls}" markdown="span">\n  ![{alt}]({rel})\n'
         if caption or badge:
             body += f"  <figcaption>{caption} {badge}</figcaption>\n"
-        return body + "</figure>\n"
+        body += "</figure>\n"
+        if heatmap:  # the cells' labels and values, for the script that lets a reader point at them
+            body += "\n" + interactive.heatmap_script(result, f"{ref.snippet}:{ref.key}")
+        return body
+
+    def explorable(self, ref: Ref, result: Explorable, caption: str, badge: str = "") -> str:
+        uid = "ex-" + f"{ref.snippet}-{ref.key}".replace("/", "-").replace("_", "-")
+        body = interactive.explorable_html(result, uid)
+        if caption or badge:
+            body += f'\n<p class="book-caption" markdown="span">{caption} {badge}</p>\n'
+        return body
 
     def block(self, result: Block, caption: str, badge: str = "") -> str:
         body = result.text.rstrip("\n") + "\n"

@@ -111,11 +111,12 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                 log.info(f"formulas are typeset in the reader's browser: {why_not}")
             store = None if why_not else mathjax.Store(self._cache_root() / "math")
             self.math = mathjax.SiteMath(store, log.warning)
-        if origin.SCRIPT not in [str(s) for s in config.extra_javascript]:
-            config.extra_javascript.append(origin.SCRIPT)
-            config.extra_css.append(origin.STYLE)
-        if regions.URI not in [str(s) for s in config.extra_javascript]:
-            config.extra_javascript.append(regions.URI)
+        for script in (*origin.SCRIPTS, regions.URI):  # the engine's own scripts and styles, shipped with the site
+            if script not in [str(s) for s in config.extra_javascript]:
+                config.extra_javascript.append(script)
+        for style in origin.STYLES:
+            if style not in [str(s) for s in config.extra_css]:
+                config.extra_css.append(style)
         return config
 
     def _cache_root(self) -> Path:

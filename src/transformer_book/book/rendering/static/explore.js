@@ -1,0 +1,267 @@
+// 热图逐格可读，可调的图在记录好的状态之间切换。数据都由构建写进页面（rendering/interactive.py）：
+// 每一格的标签、按书中精度格式化好的数值、颜色；每个状态画好的样子。这里只负责显示和切换，不算任何数。
+// 没有 JavaScript 时（以及印刷版），页面上是静态的图和默认状态。不依赖外部库，不从网络加载任何东西。
+(function () {
+  "use strict";
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function readJSON(script) {
+    try {
+      return JSON.parse(script.textContent);
+    } catch (err) {
+      return null;
+    }
+  }
+
+  var uid = 0;
+
+  // ---- 热图 -----------------------------------------------------------------------------------------
+
+  function name(axis, fallback) {
+    return axis || fallback;
+  }
+
+  function describe(g, r, c) {
+    return name(g.row_name, "行") + "「" + g.rows[r] + "」，" + name(g.col_name, "列") + "「" + g.cols[c] + "」：" + g.values[r][c];
+  }
+
+  function buildGrid(panel, g, title) {
+    panel.textContent = "";
+    var rows = g.rows.length, cols = g.cols.length;
+    var dense = rows * cols > 400 || cols > 24;
+    var showValues = rows <= 6 && cols <= 5;  // 格子够大时把数写在格子里
+    var readout = el("p", "book-hm-readout");
+    readout.setAttribute("aria-live", "polite");
+    readout.textContent = "把鼠标移到格子上（手机上轻点，键盘用 Tab 进入后按方向键），看它的行、列和数值。";
+    var scroller = el("div", "book-hm-scroll");
+    var table = el("table", "book-hm-grid" + (dense ? " book-hm-dense" : ""));
+    table.setAttribute("role", "grid");
+    table.setAttribute("aria-label", title || "热图");
+    var thead = el("thead");
+    var hr = el("tr");
+    var caption = el("caption", "book-hm-axes", "行：" + name(g.row_name, "行") + "　列：" + name(g.col_name, "列"));
+    table.appendChild(caption);
+    var corner = el("th", "book-hm-corner");
+    corner.setAttribute("scope", "col");
+    corner.appendChild(el("span", "book-hm-sr", name(g.row_name, "行") + "＼" + name(g.col_name, "列")));
+    hr.appendChild(corner);
+    var colHeads = [];
+    for (var c = 0; c < cols; c++) {
+      var th = el("th", "book-hm-col", g.cols[c]);
+      th.setAttribute("scope", "col");
+      if (g.col_colors) th.style.color = g.col_colors[c];
+      if (String(g.cols[c]).length > 2) th.classList.add("book-hm-vertical");
+      hr.appendChild(th);
+      colHeads.push(th);
+    }
+    thead.appendChild(hr);
+    table.appendChild(thead);
+    var tbody = el("tbody");
+    var rowHeads = [], cells = [];
+    for (var r = 0; r < rows; r++) {
+      var tr = el("tr");
+      var rh = el("th", "book-hm-row", g.rows[r]);
+      rh.setAttribute("scope", "row");
+      if (g.row_colors) rh.style.color = g.row_colors[r];
+      tr.appendChild(rh);
+      rowHeads.push(rh);
+      var line = [];
+      for (c = 0; c < cols; c++) {
+        var td = el("td", "book-hm-cell");
+        td.setAttribute("role", "gridcell");
+        td.tabIndex = r === 0 && c === 0 ? 0 : -1;
+        td.dataset.r = r;
+        td.dataset.c = c;
+        var s = g.shades[r][c];
+        if (s >= 0) {
+          td.style.background = g.colors[s];
+          if (s > 0.6 * (g.colors.length - 1)) td.classList.add("book-hm-ink-light");
+        } else {
+          td.classList.add("book-hm-empty");
+        }
+        td.setAttribute("aria-label", describe(g, r, c));
+        if (showValues) td.textContent = g.values[r][c];
+        tr.appendChild(td);
+        line.push(td);
+      }
+      tbody.appendChild(tr);
+      cells.push(line);
+    }
+    table.appendChild(tbody);
+    scroller.appendChild(table);
+
+    var bar = el("div", "book-hm-bar");
+    bar.setAttribute("aria-hidden", "true");
+    var stops = [];
+    for (var i = 0; i < g.colors.length; i += 8) stops.push(g.colors[i]);
+    stops.push(g.colors[g.colors.length - 1]);
+    var ramp = el("div", "book-hm-ramp");
+    ramp.style.background = "linear-gradient(to right, " + stops.join(", ") + ")";
+    var marker = el("div", "book-hm-marker");
+    marker.hidden = true;
+    ramp.appendChild(marker);
+    bar.appendChild(el("span", "book-hm-low", g.low));
+    bar.appendChild(ramp);
+    bar.appendChild(el("span", "book-hm-high", g.high));
+
+    panel.appendChild(readout);
+    panel.appendChild(scroller);
+    panel.appendChild(bar);
+
+    var active = null;
+    function activate(td) {
+      var r = +td.dataset.r, c = +td.dataset.c;
+      if (active) {
+        active.classList.remove("book-hm-active");
+        rowHeads[+active.dataset.r].classList.remove("book-hm-hl");
+        colHeads[+active.dataset.c].classList.remove("book-hm-hl");
+        active.setAttribute("aria-selected", "false");
+      }
+      active = td;
+      td.classList.add("book-hm-active");
+      td.setAttribute("aria-selected", "true");
+      rowHeads[r].classList.add("book-hm-hl");
+      colHeads[c].classList.add("book-hm-hl");
+      readout.textContent = describe(g, r, c);
+      var s = g.shades[r][c];
+      marker.hidden = s < 0;
+      if (s >= 0) marker.style.left = (100 * s / (g.colors.length - 1)) + "%";
+    }
+    function move(td, dr, dc, to) {
+      var r = +td.dataset.r, c = +td.dataset.c;
+      if (to === "start") c = 0;
+      else if (to === "end") c = cols - 1;
+      else {
+        r = Math.max(0, Math.min(rows - 1, r + dr));
+        c = Math.max(0, Math.min(cols - 1, c + dc));
+      }
+      var next = cells[r][c];
+      td.tabIndex = -1;
+      next.tabIndex = 0;
+      next.focus();
+    }
+    table.addEventListener("mouseover", function (e) {
+      var td = e.target.closest("td.book-hm-cell");
+      if (td) activate(td);
+    });
+    table.addEventListener("click", function (e) {
+      var td = e.target.closest("td.book-hm-cell");
+      if (td) activate(td);
+    });
+    table.addEventListener("focusin", function (e) {
+      var td = e.target.closest("td.book-hm-cell");
+      if (td) {
+        cells.forEach(function (line) { line.forEach(function (x) { x.tabIndex = -1; }); });
+        td.tabIndex = 0;
+        activate(td);
+      }
+    });
+    table.addEventListener("keydown", function (e) {
+      var td = e.target.closest("td.book-hm-cell");
+      if (!td) return;
+      var keys = {ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1]};
+      if (keys[e.key]) move(td, keys[e.key][0], keys[e.key][1]);
+      else if (e.key === "Home") move(td, 0, 0, "start");
+      else if (e.key === "End") move(td, 0, 0, "end");
+      else return;
+      e.preventDefault();
+    });
+  }
+
+  function setupHeatmap(script) {
+    var data = readJSON(script);
+    var figure = script.previousElementSibling;
+    while (figure && figure.tagName !== "FIGURE") figure = figure.previousElementSibling;
+    if (!data || !figure || !data.grids || !data.grids.length) return;
+    var box = el("div", "book-hm");
+    box.dataset.for = data["for"];
+    var panel = el("div", "book-hm-panel");
+    if (data.grids.length > 1) {
+      var id = "book-hm-pick-" + (++uid);
+      var pick = el("div", "book-hm-pick");
+      var label = el("label", null, "小图：");
+      label.htmlFor = id;
+      var select = el("select");
+      select.id = id;
+      data.grids.forEach(function (g, i) {
+        var opt = el("option", null, g.title || "第 " + (i + 1) + " 幅");
+        opt.value = i;
+        select.appendChild(opt);
+      });
+      select.addEventListener("change", function () {
+        buildGrid(panel, data.grids[+select.value], data.grids[+select.value].title);
+      });
+      pick.appendChild(label);
+      pick.appendChild(select);
+      box.appendChild(pick);
+    } else if (data.grids[0].title) {
+      box.appendChild(el("p", "book-hm-title", data.grids[0].title));
+    }
+    box.appendChild(panel);
+    buildGrid(panel, data.grids[0], data.grids[0].title);
+    var caption = figure.querySelector("figcaption");
+    figure.insertBefore(box, caption);
+    // 只有一幅热图：格子代替静态图；几幅：静态图留作总览，下面一次放大读一幅。
+    if (data.grids.length === 1) figure.classList.add("book-hm-on");
+    else figure.classList.add("book-hm-many");
+  }
+
+  // ---- 可调的图 ---------------------------------------------------------------------------------------
+
+  function setupExplorable(root) {
+    var script = root.querySelector("script.book-ex-data");
+    var data = script && readJSON(script);
+    var form = root.querySelector(".book-ex-controls");
+    var view = root.querySelector(".book-ex-view");
+    var state = root.querySelector(".book-ex-state");
+    if (!data || !form || !view) return;
+    var sizes = data.labels.map(function (l) { return l.length; });
+    function chosen() {
+      return data.labels.map(function (_, i) {
+        var slider = form.querySelector('input[type="range"][data-control="' + i + '"]');
+        if (slider) return +slider.value;
+        var radio = form.querySelector('input[type="radio"][data-control="' + i + '"]:checked');
+        return radio ? +radio.value : 0;
+      });
+    }
+    function update() {
+      var pick = chosen();
+      var index = 0;
+      for (var i = 0; i < pick.length; i++) index = index * sizes[i] + pick[i];  // 与 itertools.product 同序
+      view.innerHTML = data.states[index];
+      if (state) state.textContent = data.state_names[index];
+      root.dataset.state = index;
+      form.querySelectorAll('input[type="range"]').forEach(function (slider) {
+        var label = data.labels[+slider.dataset.control][+slider.value];
+        slider.setAttribute("aria-valuetext", label);
+        var out = slider.parentNode.querySelector("output");
+        if (out) out.textContent = label;
+      });
+    }
+    form.addEventListener("input", update);
+    form.addEventListener("change", update);
+    form.addEventListener("submit", function (e) { e.preventDefault(); });
+    form.hidden = false;
+    root.classList.add("book-ex-on");
+  }
+
+  function init() {
+    document.querySelectorAll("script.book-grid-data").forEach(function (s) {
+      if (!s.dataset.done) { s.dataset.done = "1"; setupHeatmap(s); }
+    });
+    document.querySelectorAll(".book-explorable").forEach(function (root) {
+      if (!root.dataset.done) { root.dataset.done = "1"; setupExplorable(root); }
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+  // Material 的“即时加载”换页时不重新加载脚本：换页后再找一遍。
+  if (window.document$ && window.document$.subscribe) window.document$.subscribe(init);
+})();
