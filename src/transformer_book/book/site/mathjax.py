@@ -56,16 +56,28 @@ CONFIG: dict = {
 }
 
 # Bump when what the build does with MathJax's output changes: every cached formula is typeset again.
-FORMAT = "4"
+FORMAT = "6"
 
 _MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
 _DEFS = re.compile(r"<defs>(.*?)</defs>", re.S)
 _GLYPH = re.compile(r'<path id="MJX-\d+-([A-Z0-9-]+)" d="([^"]*)"></path>')
 _LOCAL_REF = re.compile(r'xlink:href="#MJX-\d+-([A-Z0-9-]+)"')
 _NAMESPACES = re.compile(r' xmlns(?::xlink)?="http://www\.w3\.org/(?:2000/svg|1999/xlink)"')
-_DATA_C = re.compile(r' data-c="[0-9A-F]+"')
+_DATA_C = re.compile(r' data-c="[0-9A-F]+"| data-mjx-texclass="[A-Z]+"')
 _NODE = re.compile(r' data-mml-node="([A-Za-z]+)"')
 _STYLED_NODES = {"merror", "mtable", "mtr", "mtd", "mlabeledtr", "menclose", "maction"}
+_G_TAG = re.compile(r"<g\b[^>]*>|</g>")
+_SHARED_ATTRIBUTES = (
+    (' style="position: relative;"', ""),
+    (' role="img" focusable="false"', ""),
+    ('<g stroke="currentColor" fill="currentColor" stroke-width="0" transform="scale(1,-1)">',
+     '<g transform="scale(1,-1)">'),
+    ('<math xmlns="http://www.w3.org/1998/Math/MathML">', "<math>"),
+    (' unselectable="on"', ""),
+)
+# The style every formula's SVG had in its attributes (_SHARED_ATTRIBUTES), once per page.
+SHARED_CSS = ('mjx-container[jax="SVG"]{position:relative}'
+              'mjx-container[jax="SVG"]>svg>g{stroke:currentColor;fill:currentColor;stroke-width:0}')
 CACHE_ID = "MJX-SVG-glyphs"  # the hidden <svg> of a page's glyph outlines
 STYLE_ID = "MJX-SVG-styles"
 
@@ -153,12 +165,34 @@ def from_mathjax(container: str) -> Typeset:
             glyphs[f"MJX-{gid}"] = d
     container = _DEFS.sub("", container)
     container = _LOCAL_REF.sub(lambda m: f'href="#MJX-{m.group(1)}"', container)
-    # What an HTML page does not need: namespaces (the HTML parser knows <svg>), the character codes and the
-    # node names that only MathJax's own interactive tools read (those its style sheet selects are kept).
+    # What an HTML page does not need: namespaces (the HTML parser knows <svg>), the character codes, TeX
+    # classes and node names that only MathJax's own interactive tools read (those its style sheet selects
+    # are kept).
     container = _NAMESPACES.sub("", container)
     container = _DATA_C.sub("", container)
     container = _NODE.sub(lambda m: m.group(0) if m.group(1) in _STYLED_NODES else "", container)
-    return Typeset(container, glyphs)
+    # What every formula repeats is said once, in the page's style sheet (:data:`SHARED_CSS`); attributes no
+    # browser reads any more (focusable, unselectable) go; <g> left without attributes are unwrapped.
+    for said_once, instead in _SHARED_ATTRIBUTES:
+        container = container.replace(said_once, instead)
+    return Typeset(_unwrap_bare_groups(container), glyphs)
+
+
+def _unwrap_bare_groups(svg: str) -> str:
+    out, stack, pos = [], [], 0
+    for m in _G_TAG.finditer(svg):
+        out.append(svg[pos:m.start()])
+        pos = m.end()
+        if m.group(0) == "</g>":
+            if not stack.pop():
+                out.append(m.group(0))
+        else:
+            bare = m.group(0) == "<g>"
+            stack.append(bare)
+            if not bare:
+                out.append(m.group(0))
+    out.append(svg[pos:])
+    return "".join(out)
 
 
 def substitute(page_html: str, typeset: dict[str, Typeset], stylesheet: str) -> str:
@@ -184,7 +218,7 @@ def substitute(page_html: str, typeset: dict[str, Typeset], stylesheet: str) -> 
     article = re.search(r"<article\b[^>]*>", out)  # before the formulas: each <use> finds its glyph parsed
     out = out[:article.end()] + cache + out[article.end():] if article else out.replace("<body>", "<body>" + cache, 1)
     if f'id="{STYLE_ID}"' not in out:
-        out = out.replace("</head>", f'<style id="{STYLE_ID}">{stylesheet}</style></head>', 1)
+        out = out.replace("</head>", f'<style id="{STYLE_ID}">{stylesheet}{SHARED_CSS}</style></head>', 1)
     return out
 
 

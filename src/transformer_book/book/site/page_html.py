@@ -4,12 +4,14 @@
   ``assets/generated/``; without a size the browser lays the page out with an empty box and moves the text
   below when the picture arrives (layout shift). Each gets ``width``/``height`` from its SVG (the book's
   style sheet keeps ``max-width: 100%; height: auto``: the box has the picture's proportions at any width),
-  and loads lazily (``loading="lazy"``: pictures far down the page do not compete with the text).
+  and all but the first load lazily (``loading="lazy"``: pictures far down the page do not compete with the
+  text).
 * **The web font off the critical path.** The Chinese web font (360 KB) is the largest file a page loads. A
   page first draws its Chinese in the reader's own Chinese font and switches to the book's once it has
   loaded, or at once where an earlier page loaded the font (:data:`FONT_LOADER`; book.css explains why
   nothing moves when it does).
-* **Header cells with a name.** The empty top-left cell of a table whose rows are named (``| | 第 1 维 |``)
+* **A name for Material's search dialog** (``aria-label="搜索"``; axe-core: ``aria-dialog-name``).
+* **No empty header cells.** The empty top-left cell of a table whose rows are named (``| | 第 1 维 |``)
   is not a header of anything: it becomes a ``<td>`` (axe-core: ``empty-table-header``).
 """
 
@@ -62,8 +64,9 @@ def _here(page_url: str) -> str:
 
 def size_figures(page_html: str, page_url: str, svg_of: Callable[[str], str | None]) -> str:
     """Every ``<img>`` of a generated SVG gets its size (``svg_of``: the SVG's text by its path in the site)
-    and ``loading="lazy" decoding="async"``."""
+    and ``decoding="async"``, and all but the first ``loading="lazy"``."""
     here = _here(page_url)
+    first = [True]
 
     def one(m: re.Match[str]) -> str:
         tag = m.group(0)
@@ -77,7 +80,9 @@ def size_figures(page_html: str, page_url: str, svg_of: Callable[[str], str | No
         size = svg_size(svg) if svg else None
         if size is None:
             return tag
-        extra = f' width="{size[0]}" height="{size[1]}" loading="lazy" decoding="async"'
+        # the page's first figure may be on its first screen: it loads at once, the others when scrolled near
+        extra = f' width="{size[0]}" height="{size[1]}"' + ("" if first[0] else ' loading="lazy"') + ' decoding="async"'
+        first[0] = False
         return tag[:-2].rstrip() + extra + " />" if tag.endswith("/>") else tag[:-1] + extra + ">"
 
     return _IMG.sub(one, page_html)
@@ -85,8 +90,8 @@ def size_figures(page_html: str, page_url: str, svg_of: Callable[[str], str | No
 
 FONT_KEY = "book-cjk"  # in localStorage: a page has loaded the web font (it is in the browser's cache)
 # In each page's head: the web font is added to the page (FontFace) at once where an earlier page loaded it
-# (it is cached: the text waits for it, "block"), else once this page has loaded ("swap") — never on the
-# critical path of the first page a reader opens. The style sheets name the family first in every stack,
+# (it is cached: the text waits for it, "block"), else once this page has loaded and the browser is idle
+# ("swap") — never on the critical path of the first page a reader opens, nor competing with its pictures. The style sheets name the family first in every stack,
 # so adding it changes no style: the browser only lays the Chinese text out again, in the same widths.
 FONT_LOADER = (
     "<script>(function(){var k=\"%(key)s\",c=false;try{c=localStorage.getItem(k)===\"1\"}catch(e){}"
@@ -94,7 +99,8 @@ FONT_LOADER = (
     "var f=new FontFace(\"%(family)s\",'url(\"'+%(url)s+'\") format(\"woff2\")',"
     "{unicodeRange:\"%(range)s\",display:c?\"block\":\"swap\"});document.fonts.add(f);"
     "f.load().then(function(){try{localStorage.setItem(k,\"1\")}catch(e){}},function(){})}"
-    "if(c)add();else addEventListener(\"load\",add)})()</script>"
+    "if(c)add();else addEventListener(\"load\",function(){if(window.requestIdleCallback)"
+    "requestIdleCallback(add,{timeout:3000});else setTimeout(add,500)})})()</script>"
 )
 
 
@@ -115,6 +121,15 @@ def font_loader(page_html: str, page_url: str) -> str:
     return page_html[:end] + head + page_html[end:]
 
 
+_SEARCH_DIALOG = '<div class="md-search" data-md-component="search" role="dialog">'
+SEARCH_NAME = "搜索"  # Material's own word for it (its search box's label in Chinese)
+
+
+def search_dialog_name(page_html: str) -> str:
+    """Material's search dialog has no name (axe-core: ``aria-dialog-name``): it gets one."""
+    return page_html.replace(_SEARCH_DIALOG, _SEARCH_DIALOG[:-1] + f' aria-label="{SEARCH_NAME}">', 1)
+
+
 _EMPTY_TH = re.compile(r"<th(\s[^>]*)?>\s*</th>")
 
 
@@ -124,7 +139,7 @@ def empty_header_cells(page_html: str) -> str:
 
 
 def fix(page_html: str, page_url: str, svg_of: Callable[[str], str | None], webfont: bool) -> str:
-    page_html = size_figures(empty_header_cells(page_html), page_url, svg_of)
+    page_html = size_figures(search_dialog_name(empty_header_cells(page_html)), page_url, svg_of)
     return font_loader(page_html, page_url) if webfont else page_html
 
 
