@@ -17,7 +17,7 @@ SCRIPT = r"""// Boxes that scroll sideways take the keyboard focus and have a na
   "use strict";
   var KINDS = [
     [".md-typeset__scrollwrap", "表格"],
-    [".md-typeset div.arithmatex", "公式"],
+    [".md-typeset div.arithmatex, .md-typeset span.arithmatex > mjx-container[display=\"true\"]", "公式"],
     [".jp-InputArea .highlight-ipynb, .jp-InputArea .highlight", "代码"],
     [".jp-OutputArea-output", "输出"],
     [".jp-OutputArea-output pre", "输出"],
