@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def build(cache: Path, workers: int, executor: str, select: tuple[str, ...]) -> tuple[float, dict[str, float]]:
-    from transformer_book.book.session import BookSession, Options
+    from transformer_book.book.session import BookSession
+    from transformer_book.book.state import Options
 
     session = BookSession(ROOT, ROOT / "snippets", cache, cache / "report", ROOT / "docs")
     start = time.perf_counter()

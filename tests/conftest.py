@@ -1,12 +1,42 @@
+"""What the tests share: small throw-away books for the engine's tests, and the suite's one build of the whole book.
+
+**Small books.** :data:`MKDOCS_YML`, :func:`write`, :func:`session`, :func:`statuses`, :func:`mkdocs_build` and
+:func:`output` make and build a book of a few snippets in a temporary folder. Every test runs without the
+caller's build settings (``BOOK_CI``, ``BOOK_CACHE_DIR``, ``BOOK_JITTER`` … are removed from its environment),
+so a small book never reads a shared cache or runs under a perturbation it did not ask for.
+
+**The whole book, built once, in the background.** The suite builds the whole book exactly once (``built_site``),
+and that one build carries every guarantee the suite once spread over two whole-book builds:
+
+- as CI builds it: ``mkdocs build --strict`` with ``BOOK_CI=1`` — every snippet executed afresh (a cache of its
+  own, empty), every result checked against its record, every claim decided, the print edition printed;
+- under a perturbation calibration never saw (:data:`HELD_OUT`: torch's kernels without vector instructions and a
+  noise seed outside the ensemble) — what a contributor's machine does to the trained numbers;
+- on a loaded machine: the build starts as soon as the tests are collected and runs beside the rest of the suite;
+  the tests that need the site run last. While it builds, :class:`Load` keeps at least ``cores - 1`` runnable
+  processes beside the build's own at every moment — the other tests where they compute, spinning processes where
+  they do not — which is the load ``cores - 1`` spinners gave before, with the spinners' time spent on tests.
+
+``BOOK_SITE_DIR=/path/to/site`` reuses a site built beforehand instead (while writing site tests); the tests of
+the build itself (fresh, perturbed, loaded) then skip, saying so.
+"""
+
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
+import textwrap
+import threading
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -18,6 +48,161 @@ CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+PREBUILT = os.environ.get("BOOK_SITE_DIR", "")  # read once, before any test's environment is cleaned
+
+
+# -- small throw-away books ------------------------------------------------------------------------------------
+
+MKDOCS_YML = """site_name: t
+docs_dir: docs
+plugins:
+  - book:
+      mathjax: false
+markdown_extensions:
+  - admonition
+  - pymdownx.details
+  - pymdownx.superfences
+  - md_in_html
+  - tables
+"""
+
+# What changes what a build does: removed from every test's environment (a test sets what it means to test).
+NUMERICAL = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS", "OPENBLAS_CORETYPE")
+KEPT = ("BOOK_CHROMIUM",)  # where the browser is, not how to build
+
+
+def build_variables(environ: dict[str, str] | os._Environ) -> list[str]:
+    return [k for k in environ if (k.startswith("BOOK_") and k not in KEPT) or k in NUMERICAL]
+
+
+CALLERS_SETTINGS = {k: os.environ[k] for k in build_variables(os.environ) if k != "BOOK_SITE_DIR"}
+
+
+@pytest.fixture(autouse=True)
+def _no_build_settings_from_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in build_variables(os.environ):
+        monkeypatch.delenv(name)
+
+
+def write(path: Path, text: str) -> None:
+    """Write ``text`` (dedented, without its leading newline) to ``path``, making its folders."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+
+
+def session(project: Path, cache: str | Path | None = None) -> Any:
+    """A build session on a small book, with its cache in the book's folder (or ``cache``)."""
+    from transformer_book.book.session import BookSession
+
+    return BookSession(project, project / "snippets", cache or project / ".book-cache", project / ".book-cache" / "report")
+
+
+def statuses(state: Any) -> dict[str, str]:
+    return {sid: st.status for sid, st in state.snippets.items()}
+
+
+def book_env(**settings: str) -> dict[str, str]:
+    """This process's environment without any build setting, plus ``settings``: what a build or command started
+    by a test sees."""
+    env = {k: v for k, v in os.environ.items() if k not in build_variables(os.environ)}
+    env.update(NO_MKDOCS_2_WARNING="1", **settings)
+    return env
+
+
+def mkdocs_build(project: Path, *args: str, timeout: float = 300, **settings: str) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` of a small book, with only the build settings given."""
+    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", *args], cwd=project,
+                          env=book_env(**settings), capture_output=True, text=True, timeout=timeout)
+
+
+def output(done: subprocess.CompletedProcess) -> str:
+    return done.stdout + done.stderr
+
+
+# The engine's small book (tests/test_engine.py, test_engine_keys.py, test_dirty_rebuild.py): two snippets, each
+# reading a value from its own helper module (so a test can edit "the code" without touching the snippet), and
+# a page that shows a value, a table and a value with its own format.
+SNIPPET_A = '''
+import sys
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+import helper_a
+from transformer_book.book import Table, Value
+
+
+def compute():
+    return {
+        "answer": Value(helper_a.VALUE, ".2f"),
+        "grid": Table(columns=["x", "y"], rows=[[1, helper_a.VALUE], [2, 2 * helper_a.VALUE]], formats=["d", ".3f"]),
+    }
+'''
+
+SNIPPET_B = '''
+import sys
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+import helper_b
+from transformer_book.book import Value
+
+
+def compute():
+    return {"other": Value(helper_b.VALUE, ".1f")}
+'''
+
+PAGE = """# 测试页
+
+答案是 {{ a:answer }}。
+
+{{ table a:grid "表 1　网格" }}
+
+另一个数：{{ b:other | .3f }}。
+"""
+
+# A snippet that trains a "model" (an artifact) and one that REQUIRES it.
+PRODUCER = '''
+import sys
+from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
+import helper_a
+from transformer_book.book import Artifact, Value
+
+
+def compute():
+    weights = {"w": [helper_a.VALUE] * 3}
+    return {"model": Artifact(weights), "trained_value": Value(helper_a.VALUE)}
+'''
+
+CONSUMER = '''
+from transformer_book.book import Value, artifact
+
+REQUIRES = ["part/train"]
+
+
+def compute():
+    weights = artifact("part/train", "model")
+    return {"total": Value(sum(weights["w"]), ".2f")}
+'''
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The engine's small book in a temporary folder (a test file may define its own ``project``)."""
+    write(tmp_path / "mkdocs.yml", MKDOCS_YML)
+    write(tmp_path / "lib" / "helper_a.py", "VALUE = 1.5\n")
+    write(tmp_path / "lib" / "helper_b.py", "VALUE = 7.0\n")
+    write(tmp_path / "snippets" / "part" / "a.py", SNIPPET_A)
+    write(tmp_path / "snippets" / "part" / "b.py", SNIPPET_B)
+    write(tmp_path / "docs" / "part" / "page.md", PAGE)
+    write(tmp_path / "docs" / "index.md", "# 首页\n")
+    return tmp_path
+
+
+ORIGIN_SPAN = re.compile(r'<span class="book-origin" [^>]*>([^<]*)</span>')
+
+
+def unwrap_origins(markdown: str) -> str:
+    """A rendered page without the origin markup around inline values (tested on its own in test_engine.py)."""
+    return ORIGIN_SPAN.sub(r"\1", markdown)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +216,20 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
+# -- a loaded machine --------------------------------------------------------------------------------------------
+
 SPIN = "import time\nend = time.time() + {seconds}\nwhile time.time() < end:\n    pass\n"
+
+
+def _ends_with_the_suite() -> None:
+    """In a child about to start: the kernel kills it when the test run's process dies (a ``timeout``, a
+    SIGKILL: no pytest hook runs then), so a build or a spinner the suite started never outlives it."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
 
 
 @contextlib.contextmanager
@@ -49,36 +247,235 @@ def busy_cores(n: int | None = None, seconds: float = 3600) -> Iterator[None]:
             p.wait(timeout=30)
 
 
-def build_book(site: Path, timeout: float = 3600, **env: str) -> subprocess.CompletedProcess:
-    """``mkdocs build --strict`` of the whole book into ``site``, as CI builds it (BOOK_CI=1: every snippet
-    executed afresh, every result checked against its record), with extra environment variables."""
-    full_env = {**os.environ, "BOOK_CI": "1", "NO_MKDOCS_2_WARNING": "1", **env}
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(site)],
-                          cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout)
+def _processes() -> dict[int, tuple[int, str]]:
+    """pid → (parent pid, state letter) of every process, from /proc."""
+    out = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # after "pid (comm)": state, ppid, …
+        out[int(entry.name)] = (int(fields[1]), fields[0])
+    return out
+
+
+def _descendants(root: int, procs: dict[int, tuple[int, str]]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    out, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in out:
+            out.add(pid)
+            todo.extend(children.get(pid, []))
+    return out
+
+
+class Load:
+    """Keeps ``want`` runnable processes beside a build (default ``cores - 1``: the build has one core to itself).
+
+    Every ``period`` seconds it counts the runnable processes that are not the build's (the rest of the test suite,
+    anything else on the machine) and lets as many spinning processes run (``SIGCONT``) as are missing, stopping
+    the others (``SIGSTOP``). The count is averaged over the last second, so a test that computes in short bursts
+    counts for what it uses. ``loaded()`` is the mean number of runnable processes beside the build, spinners
+    included, over the build: ``want`` or more means the build never had the machine to itself."""
+
+    def __init__(self, build_pid: int, want: int | None = None, period: float = 0.2) -> None:
+        self.build_pid, self.period = build_pid, period
+        self.want = max(1, (os.cpu_count() or 1) - 1) if want is None else want
+        self.spinners = [subprocess.Popen([sys.executable, "-c", SPIN.format(seconds=7200)], preexec_fn=_ends_with_the_suite)
+                         for _ in range(self.want)]
+        for p in self.spinners:
+            os.kill(p.pid, signal.SIGSTOP)
+        self.running = 0
+        self.samples: list[float] = []  # runnable beside the build, spinners included, one per period
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._keep, name="load", daemon=True)
+        self._thread.start()
+
+    def _keep(self) -> None:
+        recent: list[int] = []
+        spinners = {p.pid for p in self.spinners}
+        while not self._stop.wait(self.period):
+            procs = _processes()
+            build = _descendants(self.build_pid, procs)
+            if self.build_pid not in procs:
+                break
+            others = sum(1 for pid, (_, state) in procs.items()
+                         if state == "R" and pid not in build and pid not in spinners and pid != os.getpid())
+            # the test suite's own process: running unless its main thread waits (this thread is not it)
+            if procs.get(os.getpid(), (0, "S"))[1] == "R":
+                others += 1
+            recent = (recent + [others])[-max(1, round(1 / self.period)):]
+            missing = max(0, min(self.want, round(self.want - sum(recent) / len(recent) + 0.49)))
+            self._run(missing)
+            self.samples.append(others + self.running)
+
+    def _run(self, n: int) -> None:
+        for i, p in enumerate(self.spinners):
+            should = i < n
+            if should != (i < self.running):
+                os.kill(p.pid, signal.SIGCONT if should else signal.SIGSTOP)
+        self.running = n
+
+    def full(self) -> None:
+        """From now on every spinner runs (nothing else of the suite is left to load the machine)."""
+        self._stop.set()
+        self._thread.join()
+        self._run(self.want)
+        self._stop.clear()
+
+    def loaded(self) -> float:
+        return sum(self.samples) / len(self.samples) if self.samples else float(self.running)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        for p in self.spinners:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGCONT)
+            p.kill()
+            p.wait(timeout=30)
+
+
+# -- the whole book ----------------------------------------------------------------------------------------------
+
+# A perturbation that calibration never uses (held out by construction: calibrate's ensemble is the three
+# platform paths and the noise seeds 1 … JITTER_RUNS): torch's own kernels without any vector instructions
+# (calibration uses the AVX2 path on an AVX-512 machine), and a noise seed far outside the ensemble's.
+# (MKL_ENABLE_INSTRUCTIONS and MKL_CBWR=AVX2 were tried: on this machine torch's products come out
+# bit-identical under them, so they would hold out nothing.)
+HELD_OUT = {"ATEN_CPU_CAPABILITY": "default", "BOOK_JITTER": "1000"}
+
+
+def held_out_settings() -> dict[str, str]:
+    """:data:`HELD_OUT` without what this machine's calibration uses (a machine without AVX-512 calibrates on
+    "default": there only the noise seed is held out)."""
+    from transformer_book.book.checking.calibrate import perturbations
+
+    used = {(k, v) for p in perturbations() for k, v in p.env.items()}
+    return {k: v for k, v in HELD_OUT.items() if (k, v) not in used}
+
+
+@dataclass
+class WholeBook:
+    """The suite's one build of the whole book: started when the tests are collected, finished when a test first
+    needs the site. ``env`` holds the settings it ran under that a process reading its cache must share."""
+
+    folder: Path
+    env: dict[str, str] = field(default_factory=dict)
+    prebuilt: bool = False
+    returncode: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    seconds: float = 0.0
+    loaded: float = 0.0  # mean runnable processes beside the build (see Load), over the build
+    _proc: subprocess.Popen | None = None
+    _load: Load | None = None
+    _started: float = 0.0
+
+    @property
+    def site(self) -> Path:
+        return self.folder if self.prebuilt else self.folder / "site"
+
+    @property
+    def cache(self) -> Path:
+        return self.folder / "cache"
+
+    def start(self) -> None:
+        self.env = {"BOOK_CACHE_DIR": str(self.cache), **held_out_settings()}
+        self._started = time.perf_counter()
+        self._proc = subprocess.Popen(  # the print edition too: mkdocs.yml says pdf: true
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(self.site)], cwd=ROOT,
+            env=book_env(BOOK_CI="1", **self.env), preexec_fn=_ends_with_the_suite,
+            stdout=open(self.folder / "stdout.txt", "wb"), stderr=open(self.folder / "stderr.txt", "wb"))
+        self._load = Load(self._proc.pid)
+
+    def finish(self, timeout: float = 3600) -> "WholeBook":
+        """Wait for the build (the rest of the suite is done: the spinners load the machine from now on)."""
+        if self._proc is None or self.returncode is not None:
+            return self
+        assert self._load is not None
+        self._load.full()
+        try:
+            self.returncode = self._proc.wait(timeout=max(1.0, timeout - (time.perf_counter() - self._started)))
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.returncode = -1
+        self.seconds = time.perf_counter() - self._started
+        self.loaded = self._load.loaded()
+        self._load.stop()
+        self.stdout = (self.folder / "stdout.txt").read_text(encoding="utf-8", errors="replace")
+        self.stderr = (self.folder / "stderr.txt").read_text(encoding="utf-8", errors="replace")
+        return self
+
+    def kill(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()
+            self._proc.wait(timeout=60)
+        if self._load is not None:
+            self._load.stop()
+
+
+_WHOLE_BOOK: list[WholeBook] = []
+
+
+def _needs_the_book(item: pytest.Item) -> bool:
+    return "whole_book" in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(trylast=True)  # after -k / -m have deselected: the order of what will run
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests that need the whole book run last: the build runs beside all the others."""
+    items[:] = [i for i in items if not _needs_the_book(i)] + [i for i in items if _needs_the_book(i)]
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if PREBUILT or session.config.option.collectonly or not any(_needs_the_book(i) for i in session.items):
+        return
+    book = WholeBook(Path(tempfile.mkdtemp(prefix="book-whole-")))
+    book.start()
+    _WHOLE_BOOK.append(book)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for book in _WHOLE_BOOK:  # interrupted, or no test asked for it in the end
+        book.kill()
+        shutil.rmtree(book.folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The whole book, built once per test run exactly as CI builds it — while other processes spin on all
-    cores but one: a build must not fail because the machine is loaded. (More runnable processes than cores
-    is what preempts the snippet processes and reorders when they finish; spinning on every core as well only
-    doubles the wall time — 20 minutes of the suite's 46 on the 2-core machine — without loading anything new.)
+def whole_book() -> WholeBook:
+    """The suite's build of the whole book, finished (see the module's docstring)."""
+    if PREBUILT:  # built by the caller, with the caller's settings (its cache, for the notebooks' trainings)
+        return WholeBook(Path(PREBUILT), env=dict(CALLERS_SETTINGS), prebuilt=True)
+    if not _WHOLE_BOOK:  # e.g. a test that asked for it through request.getfixturevalue
+        book = WholeBook(Path(tempfile.mkdtemp(prefix="book-whole-")))
+        book.start()
+        _WHOLE_BOOK.append(book)
+    book = _WHOLE_BOOK[0].finish()
+    sys.stderr.write(f"\nthe whole book: {book.seconds:.0f} s, {book.loaded:.2f} runnable processes beside it on "
+                     f"average\n" + book.stderr[-3000:])  # the timing table, for the CI log
+    return book
 
-    ``BOOK_SITE_DIR=/path/to/site`` reuses a site built beforehand instead (while writing site tests)."""
-    prebuilt = os.environ.get("BOOK_SITE_DIR")
-    if prebuilt:  # for working on the site tests: reuse a site you built (never set in CI)
-        return Path(prebuilt)
-    site = tmp_path_factory.mktemp("site")
-    with busy_cores(max(1, (os.cpu_count() or 1) - 1)):
-        done = build_book(site)
-    if done.returncode != 0:
+
+@pytest.fixture(scope="session")
+def built_site(whole_book: WholeBook) -> Path:
+    """The built site; a build that failed fails every test that needs it, with the build's output (and its drift
+    report kept under ``artifacts/`` for whoever reads the CI run)."""
+    if whole_book.returncode not in (0, None):
         report = ROOT / ".book-cache" / "report" / "drift.html"
-        if report.exists():  # kept beside the screenshots, for whoever reads the CI run
+        if report.exists():
             (ROOT / "artifacts").mkdir(exist_ok=True)
             shutil.copyfile(report, ROOT / "artifacts" / "drift-report.html")
-        pytest.fail(f"the book does not build while the machine is busy:\n{done.stdout}\n{done.stderr}", pytrace=False)
-    sys.stderr.write(done.stderr[-3000:])  # the timing table, for the CI log
-    return site
+        pytest.fail(f"the whole book does not build (fresh, perturbed, on a loaded machine):\n"
+                    f"{whole_book.stdout[-4000:]}\n{whole_book.stderr[-8000:]}", pytrace=False)
+    return whole_book.site
 
 
 @pytest.fixture(scope="session")

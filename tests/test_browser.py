@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from conftest import ROOT
+from conftest import MKDOCS_YML, ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -495,6 +495,8 @@ def search(page, query: str) -> tuple[str, list[str]]:
     "query, expected, within",
     [
         ("注意力", "lecture07/s02-self-attention/", 10),  # on almost every page: the first screen of results
+        ("自注意力", "lecture07/s02-self-attention/", 10),
+        ("缩放点积注意力", "lecture07/s03-scaling/", 10),
         ("位置编码", "lecture07/s05-position/", 3),
         ("多头注意力", "lecture07/s06-multihead/", 3),
         ("困惑度", "lecture07/s11-experiments/", 3),
@@ -772,22 +774,7 @@ def test_figures_stay_legible_in_the_light_and_the_dark_scheme(chromium, site_ur
 # ------------------------------------------------------------------------------- serve: results land live
 
 
-SERVE_YML = """site_name: t
-docs_dir: docs
-theme:
-  name: material
-  language: zh
-  font: false
-plugins:
-  - book:
-      mathjax: false
-      webfont: false
-markdown_extensions:
-  - admonition
-  - pymdownx.details
-  - pymdownx.superfences
-  - md_in_html
-"""
+SERVE_YML = MKDOCS_YML.replace("plugins:\n", "theme:\n  name: material\n  language: zh\n  font: false\nplugins:\n")
 
 SLOW_SNIPPET = """
 import time

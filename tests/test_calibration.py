@@ -16,7 +16,7 @@ import pytest
 from transformer_book.book import Claim, Value, above, all_of, at_least, below, equal, greater, smallest
 from transformer_book.book.checking.calibrate import FACTOR, measure, write
 
-from test_drift import build, output, write as write_file
+from conftest import MKDOCS_YML, HELD_OUT, mkdocs_build as build, output, write as write_file
 
 
 def _record(results: dict) -> dict:
@@ -151,7 +151,8 @@ def _calibrate(project: Path, jitter: int = 5) -> str:
     code = textwrap.dedent(f"""
         from transformer_book.book.checking.calibrate import calibrate, jitters, summary
         from transformer_book.book.cli.project import open_session
-        print(summary(calibrate(open_session(), ["part/a"], chosen=jitters({jitter}))))
+        session = open_session()
+        print(summary(calibrate(session.project_root, session.discover(), ["part/a"], chosen=jitters({jitter}))))
     """)
     done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -160,8 +161,7 @@ def _calibrate(project: Path, jitter: int = 5) -> str:
 
 @pytest.fixture
 def trained_project(tmp_path: Path) -> Path:
-    write_file(tmp_path / "mkdocs.yml", (Path(__file__).parent / "test_drift.py").read_text(encoding="utf-8")
-               .split('MKDOCS_YML = """', 1)[1].split('"""', 1)[0])
+    write_file(tmp_path / "mkdocs.yml", MKDOCS_YML)
     _knobs(tmp_path)
     write_file(tmp_path / "snippets" / "part" / "a.py", TRAINING)
     write_file(tmp_path / "docs" / "part" / "page.md", PAGE)
@@ -185,7 +185,7 @@ def test_the_ensemble_bands_a_training_a_held_out_seed_passes_and_a_one_percent_
     assert cal["claims"]["low"]["robust"] is True
     assert "part/a | 5 | 3 / 0 | 15/15" in out  # the loss, the curve's x and its y
 
-    held_out = build(trained_project, BOOK_CI="1", BOOK_JITTER="1000", ATEN_CPU_CAPABILITY="default")
+    held_out = build(trained_project, BOOK_CI="1", **HELD_OUT)
     assert held_out.returncode == 0, "a noise seed and a kernel path calibration never saw: " + output(held_out)
 
     _knobs(trained_project, SCALE=1.01)  # a deliberate 1 % change of the computation

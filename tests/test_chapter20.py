@@ -130,13 +130,13 @@ def test_trace_records_the_head_split_shapes_of_multihead_attention():
     _, ops = trace_ops(lambda: mha(x), ["linear", "transpose", "softmax", "reshape"])
     shapes = [(o.name, o.shapes[0]) for o in ops]
     assert shapes[0] == ("linear", (2, 5, 36))  # 打包的 Q、K、V
-    assert ("transpose", (2, 3, 5, 4)) in shapes  # [B, H, T, d_h]
-    assert ("softmax", (2, 3, 5, 5)) in shapes  # [B, H, T, T]
+    assert ("transpose", (2, 3, 5, 4)) in shapes  # [B, h, T, d_h]
+    assert ("softmax", (2, 3, 5, 5)) in shapes  # [B, h, T, T]
     assert shapes[-2:] == [("reshape", (2, 5, 12)), ("linear", (2, 5, 12))]
 
 
 def test_symbolic_shape_maps_sizes_to_symbols():
-    assert symbolic_shape((2, 16, 128), {2: "B", 16: "T", 128: "D"}) == "[B, T, D]"
+    assert symbolic_shape((2, 16, 128), {2: "B", 16: "T", 128: "d"}) == "[B, T, d]"
     assert symbolic_shape((), {}) == "标量"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from mkdocs.commands.build import build
 from mkdocs.config import load_config
 
-from test_engine import project, write  # noqa: F401 - project is a fixture
+from conftest import write
 
 NAV = """
 nav:

@@ -5,7 +5,6 @@ and the checks that keep a green build from hiding a broken site."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
 import sys
@@ -14,18 +13,7 @@ from pathlib import Path
 
 import pytest
 
-MKDOCS_YML = """site_name: t
-docs_dir: docs
-plugins:
-  - book:
-      mathjax: false
-markdown_extensions:
-  - admonition
-  - pymdownx.details
-  - pymdownx.superfences
-  - md_in_html
-  - tables
-"""
+from conftest import MKDOCS_YML, mkdocs_build as build, output, write
 
 # A knob the tests turn: a module the snippet reads, so the "code" can change without touching the snippet.
 SNIPPET = '''
@@ -57,11 +45,6 @@ PAGE = """# 页
 """
 
 
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-
-
 def knobs(project: Path, **values: float) -> None:
     base = {"EXACT": 1.5, "TRAINED": 2.0, "SLOW": 3.0, "FAST": 1.0}
     base.update(values)
@@ -78,15 +61,6 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def build(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **env}
-    for var in ("BOOK_CI", "BOOK_FRESH", "BOOK_EXECUTE", "BOOK_THREADS", "BOOK_ORDER"):
-        if var not in env:
-            full_env.pop(var, None)
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", *args], cwd=project, env=full_env,
-                          capture_output=True, text=True, timeout=300)
-
-
 def record(project: Path) -> dict:
     return json.loads((project / "snippets" / "part" / "a.record.json").read_text(encoding="utf-8"))
 
@@ -99,10 +73,6 @@ def calibrate_by_hand(project: Path, spread: float) -> None:
         "series": {"trained": {"spread": spread, "abs": 3 * spread}},
     }
     (project / "snippets" / "part" / "a.record.json").write_text(json.dumps(rec, ensure_ascii=False), encoding="utf-8")
-
-
-def output(done: subprocess.CompletedProcess) -> str:
-    return done.stdout + done.stderr
 
 
 def test_an_exact_value_that_changes_fails_naming_snippet_key_old_new_and_page(project: Path) -> None:
@@ -212,7 +182,8 @@ def test_calibrate_measures_the_spread_under_a_perturbation_and_one_run_cannot_v
     code = textwrap.dedent("""
         from transformer_book.book.checking.calibrate import Perturbation, calibrate, summary
         from transformer_book.book.cli.project import open_session
-        cals = calibrate(open_session(), ["part/a"], chosen=[Perturbation("aten-default", "标量内核", {"ATEN_CPU_CAPABILITY": "default"})])
+        session = open_session()
+        cals = calibrate(session.project_root, session.discover(), ["part/a"], chosen=[Perturbation("aten-default", "标量内核", {"ATEN_CPU_CAPABILITY": "default"})])
         print(summary(cals))
     """)
     done = subprocess.run([sys.executable, "-c", code], cwd=project, capture_output=True, text=True, timeout=300)

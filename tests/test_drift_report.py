@@ -6,28 +6,14 @@ that one result and leaves the others failing. The page is opened in Chromium at
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-MKDOCS_YML = """site_name: t
-docs_dir: docs
-plugins:
-  - book:
-      mathjax: false
-      webfont: false
-markdown_extensions:
-  - admonition
-  - pymdownx.details
-  - pymdownx.superfences
-  - md_in_html
-  - tables
-"""
+from conftest import MKDOCS_YML, book_env, write
 
 SNIPPET = '''
 import sys
@@ -66,19 +52,13 @@ PAGE = """# 页
 BASE = {"CURVE": 0.3, "CORNER": 1.0, "CELL": 0.8, "GAIN": 2.0}
 
 
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-
-
 def knobs(project: Path, **values: float) -> None:
     write(project / "lib" / "knobs.py", "".join(f"{k} = {v!r}\n" for k, v in {**BASE, **values}.items()))
 
 
 def run(project: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BOOK_")}
-    env.update(NO_MKDOCS_2_WARNING="1", BOOK_CI="1")
-    return subprocess.run([sys.executable, *args], cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, *args], cwd=project, env=book_env(BOOK_CI="1"), capture_output=True,
+                          text=True, timeout=300)
 
 
 def build(project: Path) -> subprocess.CompletedProcess:

@@ -13,104 +13,10 @@ from pathlib import Path
 import pytest
 
 from transformer_book.book.rendering import pages
-from transformer_book.book.session import BookSession, Options
+from transformer_book.book.state import Options
 
-SNIPPET_A = '''
-import sys
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
-import helper_a
-from transformer_book.book import Table, Value
-
-
-def compute():
-    return {
-        "answer": Value(helper_a.VALUE, ".2f"),
-        "grid": Table(columns=["x", "y"], rows=[[1, helper_a.VALUE], [2, 2 * helper_a.VALUE]], formats=["d", ".3f"]),
-    }
-'''
-
-SNIPPET_B = '''
-import sys
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
-import helper_b
-from transformer_book.book import Value
-
-
-def compute():
-    return {"other": Value(helper_b.VALUE, ".1f")}
-'''
-
-PAGE = """# 测试页
-
-答案是 {{ a:answer }}。
-
-{{ table a:grid "表 1　网格" }}
-
-另一个数：{{ b:other | .3f }}。
-"""
-
-MKDOCS_YML = """site_name: t
-docs_dir: docs
-plugins:
-  - book:
-      mathjax: false
-markdown_extensions:
-  - admonition
-  - pymdownx.details
-  - pymdownx.superfences
-  - md_in_html
-"""
-
-
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    write(tmp_path / "mkdocs.yml", MKDOCS_YML)
-    write(tmp_path / "lib" / "helper_a.py", "VALUE = 1.5\n")
-    write(tmp_path / "lib" / "helper_b.py", "VALUE = 7.0\n")
-    write(tmp_path / "snippets" / "part" / "a.py", SNIPPET_A)
-    write(tmp_path / "snippets" / "part" / "b.py", SNIPPET_B)
-    write(tmp_path / "docs" / "part" / "page.md", PAGE)
-    write(tmp_path / "docs" / "index.md", "# 首页\n")
-    return tmp_path
-
-
-def session(project: Path) -> BookSession:
-    return BookSession(project, project / "snippets", project / ".book-cache", project / ".book-cache" / "report")
-
-
-def statuses(state) -> dict[str, str]:
-    return {sid: st.status for sid, st in state.snippets.items()}
-
-
-ORIGIN_SPAN = re.compile(r'<span class="book-origin" [^>]*>([^<]*)</span>')
-
-
-def unwrap_origins(markdown: str) -> str:
-    """The page without the origin markup around inline values (tested on its own below)."""
-    return ORIGIN_SPAN.sub(r"\1", markdown)
-
-
-def mkdocs_build(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **env}
-    for var in ("BOOK_CI", "BOOK_FRESH", "BOOK_EXECUTE"):
-        if var not in env:
-            full_env.pop(var, None)
-    return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", *args],
-        cwd=project,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
+from conftest import (CONSUMER, MKDOCS_YML, PAGE, PRODUCER, SNIPPET_A, SNIPPET_B, mkdocs_build, session, statuses,
+                      unwrap_origins, write)
 
 # -- cache --------------------------------------------------------------------------------------------
 
@@ -497,31 +403,6 @@ def test_book_only_runs_the_selected_snippets_and_shows_placeholders_for_the_res
     assert state.orphan_records == []
 
 
-PRODUCER = '''
-import sys
-from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "lib"))
-import helper_a
-from transformer_book.book import Artifact, Value
-
-
-def compute():
-    weights = {"w": [helper_a.VALUE] * 3}
-    return {"model": Artifact(weights), "trained_value": Value(helper_a.VALUE)}
-'''
-
-CONSUMER = '''
-from transformer_book.book import Value, artifact
-
-REQUIRES = ["part/train"]
-
-
-def compute():
-    weights = artifact("part/train", "model")
-    return {"total": Value(sum(weights["w"]), ".2f")}
-'''
-
-
 def test_a_snippet_reuses_another_snippets_trained_artifact_and_reruns_when_it_changes(project: Path) -> None:
     write(project / "snippets" / "part" / "train.py", PRODUCER)
     write(project / "snippets" / "part" / "use.py", CONSUMER)
@@ -569,12 +450,11 @@ def test_accept_rewrites_a_record_when_only_a_claims_comparison_changed(project:
     assert rec["results"]["small"]["check"]["inputs"]["界"] == 0.1
 
 
-def test_requires_cycles_are_reported() -> None:
-    from transformer_book.book.session import dependency_levels
-
-    assert dependency_levels({"a": [], "b": ["a"], "c": ["b", "a"]}) == [["a"], ["b"], ["c"]]
-    with pytest.raises(ValueError, match="cycle"):
-        dependency_levels({"a": ["b"], "b": ["a"]})
+def test_a_requires_cycle_fails_the_build_naming_it(project: Path) -> None:
+    write(project / "snippets" / "part" / "a.py", 'REQUIRES = ["part/b"]\n' + SNIPPET_A)
+    write(project / "snippets" / "part" / "b.py", 'REQUIRES = ["part/a"]\n' + SNIPPET_B)
+    with pytest.raises(ValueError, match=r"REQUIRES forms a cycle: part/(a|b) → part/(b|a) → part/\1"):
+        session(project).build(Options())
 
 
 # -- notebook pages -------------------------------------------------------------------------------------

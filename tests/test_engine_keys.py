@@ -5,15 +5,17 @@ nothing stale served afterwards."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from transformer_book.book.storage.cache import Entry
-from transformer_book.book.session import Options
+from transformer_book.book.state import Options
 
-from test_engine import CONSUMER, PRODUCER, project, session, statuses, write  # noqa: F401 - project is a fixture
+from conftest import CONSUMER, PRODUCER, SNIPPET_A, book_env, session, statuses, write
 
 # compute() saves a new version of the module it imported — what an author does under ``serve`` while a
 # two-minute training runs. The result was computed from VALUE = 1.5; the entry must not claim VALUE = 9.
@@ -140,6 +142,37 @@ def test_a_value_holding_a_list_is_refused_naming_its_key(project: Path) -> None
     state = session(project).build(Options(select=("part/b",)))
     error = state.snippets["part/b"].error
     assert error is not None and "'several'" in error.message and "Table" in error.message
+    assert error.location() == "snippets/part/b.py:5"  # the line that made it, not line 0
+
+
+def test_a_compute_that_returns_no_dict_is_named_at_its_return(project: Path) -> None:
+    write(project / "snippets" / "part" / "listy.py", '''
+        from transformer_book.book import Value
+
+
+        def compute():
+            values = [Value(1.0), Value(2.0)]
+            return values
+    ''')
+    error = session(project).build(Options(select=("part/listy",))).snippets["part/listy"].error
+    assert error is not None and "must return a non-empty dict" in error.message
+    assert error.location() == "snippets/part/listy.py:6"
+
+
+def test_an_error_raised_in_compute_names_the_line_of_the_raise_also_when_run_by_hand(project: Path) -> None:
+    write(project / "snippets" / "part" / "b.py", '''
+        def helper():
+            raise KeyError("没有这个键")
+
+
+        def compute():
+            return {"x": helper()}
+    ''')
+    error = session(project).build(Options(select=("part/b",))).snippets["part/b"].error
+    assert error is not None and error.location() == "snippets/part/b.py:2" and "KeyError" in error.message
+    done = subprocess.run([sys.executable, "-m", "transformer_book", "run", "part/b"], cwd=project, env=book_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "snippets/part/b.py:2: KeyError: '没有这个键'" in done.stderr
 
 
 HANGS = '''
@@ -176,7 +209,7 @@ def test_a_snippet_that_declares_no_timeout_gets_the_builds_default(project: Pat
 
 
 def test_the_timeout_option_reaches_the_build(project: Path) -> None:
-    from test_engine import mkdocs_build
+    from conftest import mkdocs_build
 
     write(project / "snippets" / "part" / "a.py", HANGS.replace("TIMEOUT_SECONDS = 2", ""))
     config = (project / "mkdocs.yml").read_text(encoding="utf-8").replace("mathjax: false", "mathjax: false\n      timeout: 1")
@@ -200,7 +233,7 @@ def compute():
 
 
 def test_a_measured_value_names_the_machine_and_day_it_was_measured_on_not_the_renderers(project: Path) -> None:
-    from test_engine import mkdocs_build
+    from conftest import mkdocs_build
 
     from transformer_book.book.environment import machine
 
@@ -367,16 +400,18 @@ def compute():
     return {"never": Value(1, "d")}
 '''
 
-NATIVE_HANG = '''
+IGNORES_SIGNALS = '''
 import signal
 import time
 from transformer_book.book import Value
 
-TIMEOUT_SECONDS = 1
+BUDGET_SECONDS = 0.1  # declares no timeout: 10 × its budget, 1 s
 
 
 def compute():
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})  # as a hang inside native code: no Python runs
+    for sig in (signal.SIGALRM, signal.SIGTERM, signal.SIGINT):  # as a hang inside native code: no Python runs,
+        signal.signal(sig, signal.SIG_IGN)                       # and whatever signal comes is ignored
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGTERM, signal.SIGINT})
     time.sleep(120)
     return {"never": Value(1, "d")}
 '''
@@ -401,16 +436,27 @@ def test_a_snippet_that_kills_its_own_process_fails_alone_named_and_the_queued_o
     assert state.snippets["part/d"].results["x"].value == ord("d")
 
 
-def test_a_snippet_hung_where_sigalrm_cannot_stop_it_is_killed_after_its_timeout(project: Path) -> None:
-    from transformer_book.book.execution import pool
+def test_a_snippet_that_ignores_signals_is_killed_by_its_declared_timeout(project: Path) -> None:
+    """The one deadline path: the declaration (here a budget, so 10 × 0.1 s) → the task → the executor that owns
+    the process, which kills it (SIGKILL cannot be ignored) a grace period after the timeout."""
+    from transformer_book.book.types import KILL_GRACE
 
-    write(project / "snippets" / "part" / "a.py", NATIVE_HANG)
+    write(project / "snippets" / "part" / "a.py", IGNORES_SIGNALS)
     start = time.perf_counter()
     state = session(project).build(Options(workers=2))
     took = time.perf_counter() - start
     error = state.snippets["part/a"].error
     assert error is not None and "timeout of 1 s" in error.message and "did not stop" in error.message
-    assert took < 1 + pool.KILL_GRACE + 20, f"the build waited {took:.0f} s"
+    assert 1 + KILL_GRACE <= took < 1 + KILL_GRACE + 20, f"the build waited {took:.0f} s"
+    assert state.snippets["part/b"].status == "ran"
+
+
+def test_a_timeout_that_is_not_a_number_fails_its_snippet_naming_file_and_line(project: Path) -> None:
+    write(project / "snippets" / "part" / "a.py", "import os\nTIMEOUT_SECONDS = int(os.environ.get('T', 5))\n"
+          + SNIPPET_A)
+    state = session(project).build(Options())
+    error = state.snippets["part/a"].error
+    assert error is not None and "snippets/part/a.py:2: TIMEOUT_SECONDS must be a positive number" in error.message
     assert state.snippets["part/b"].status == "ran"
 
 
@@ -419,7 +465,7 @@ def test_stopping_a_session_kills_the_snippet_processes_it_started(project: Path
 
     from transformer_book.book.execution import pool
 
-    write(project / "snippets" / "part" / "a.py", NATIVE_HANG.replace("TIMEOUT_SECONDS = 1", "TIMEOUT_SECONDS = 600"))
+    write(project / "snippets" / "part" / "a.py", IGNORES_SIGNALS.replace("BUDGET_SECONDS = 0.1", "TIMEOUT_SECONDS = 600"))
     book = session(project)
     started: list = []
     real_submit = pool.LocalExecutor.submit

@@ -105,3 +105,86 @@ def test_the_engine_is_laid_out_in_rooms_each_saying_its_job() -> None:
             continue
         site = {m for m in imported_modules(path) if m.startswith("transformer_book.book.site")}
         assert site == set(), f"{engine_id(path)} imports {sorted(site)}: only the site and the entry points use MkDocs' wiring"
+
+
+def engine_module(name: str) -> str | None:
+    """The engine module (``session``, ``checking.records``, ``checking`` for a package's ``__init__``, ``""``
+    for the package itself) that an imported name refers to, or None outside the engine."""
+    if name != "transformer_book.book" and not name.startswith("transformer_book.book."):
+        return None
+    rel = name.removeprefix("transformer_book.book").lstrip(".")
+    parts = rel.split(".") if rel else []
+    while parts and not ((ENGINE / Path(*parts)).with_suffix(".py").exists() or (ENGINE / Path(*parts)).is_dir()):
+        parts.pop()  # "from …checking.records import load" names checking.records.load: the module is records
+    return ".".join(parts)
+
+
+def engine_imports() -> dict[str, set[str]]:
+    """Each engine module → the engine modules it imports, wherever in the file (a function-level import is an
+    import all the same); ``from package import module`` counts as importing the module."""
+    graph: dict[str, set[str]] = {}
+    for path in ENGINE_FILES:
+        rel = path.relative_to(ENGINE).with_suffix("")
+        me = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        found = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = ".".join(path.relative_to(ROOT / "src").with_suffix("").parts[:-1])
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                names = [f"{base}.{a.name}" for a in node.names]  # a module, or a name in the module ``base``
+            for name in names:
+                target = engine_module(name)
+                if target is not None and target != me:
+                    found.add(target)
+        graph[me] = found
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of more than one node (Tarjan), each as a sorted list."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_no_engine_module_imports_itself_back_through_others() -> None:
+    """A newcomer reads the engine bottom-up: whatever a module imports is below it, never something that
+    imports it again — module by module, and room by room (session ↔ checking, rendering ↔ checking …)."""
+    graph = engine_imports()
+    assert cycles(graph) == []
+    rooms: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        room = module.split(".")[0]
+        rooms.setdefault(room, set()).update(t.split(".")[0] for t in targets if t.split(".")[0] != room)
+    assert cycles(rooms) == []

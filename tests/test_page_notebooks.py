@@ -5,12 +5,14 @@ written by the build: ``book/rendering/page_notebook.py``). Here each one is exe
 kernel, from the project folder, after the README's set-up — and every table, figure and number it shows is
 compared with the snippet's record, within the record's tolerances (measured numbers are not compared, as
 in the build). The long trainings are read from the result cache that the build of ``built_site`` filled
-(each such cell says so and how to retrain).
+(each such cell says so and how to retrain): the kernels run with that build's cache and settings (conftest's
+``WholeBook.env``: its own cache, and the held-out perturbation it ran under, which enters every cache key).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, WholeBook
 
 pytestmark = pytest.mark.slow
 
@@ -50,7 +52,7 @@ def test_every_page_with_results_offers_its_notebook(built_site: Path) -> None:
     assert len(notebooks) >= 20, sorted(notebooks)
 
 
-def _run(path: Path) -> tuple[float, list[dict], str | None]:
+def _run(path: Path, env: dict[str, str]) -> tuple[float, list[dict], str | None]:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -59,7 +61,7 @@ def _run(path: Path) -> tuple[float, list[dict], str | None]:
     start = time.perf_counter()
     try:
         NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
-                       resources={"metadata": {"path": str(ROOT)}}).execute()
+                       resources={"metadata": {"path": str(ROOT)}}).execute(env={**os.environ, **env})
         error = None
     except CellExecutionError as exc:
         error = str(exc)[-2000:]
@@ -70,14 +72,14 @@ def _run(path: Path) -> tuple[float, list[dict], str | None]:
     return time.perf_counter() - start, shown, error
 
 
-def test_every_page_notebook_runs_and_shows_the_recorded_results(built_site: Path) -> None:
+def test_every_page_notebook_runs_and_shows_the_recorded_results(built_site: Path, whole_book: WholeBook) -> None:
     from transformer_book.book.checking import records
     from transformer_book.book.checking.drift import compare
     from transformer_book.book.results import from_data
 
     notebooks = page_notebooks(built_site)
     with ThreadPoolExecutor(max_workers=2) as pool:  # one kernel per core
-        runs = dict(zip(notebooks, pool.map(_run, notebooks.values())))
+        runs = dict(zip(notebooks, pool.map(lambda path: _run(path, whole_book.env), notebooks.values())))
     problems, compared = [], 0
     for page, (seconds, shown, error) in sorted(runs.items()):
         print(f"{page}: {seconds:.1f} s, {len(shown)} results shown")

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from transformer_book.book.site.print_edition import NOT_PRINTED
 
 PDF = "transformer-book.pdf"
 MARGIN_PT = 16 * 72 / 25.4  # the left/right page margin print_edition asks Chromium for
@@ -28,7 +29,7 @@ def nav_pages() -> list[str]:
     files = re.findall(r"([\w/.-]+\.(?:md|ipynb))\s*$", nav, re.M)
     urls = []
     for f in files:
-        if f.startswith("authoring"):
+        if f.startswith(NOT_PRINTED):
             continue
         stem = f.rsplit(".", 1)[0]
         urls.append("" if stem == "index" else (stem[: -len("index")] if stem.endswith("/index") else stem + "/"))
@@ -164,3 +165,46 @@ def test_without_chromium_the_build_says_so_skips_the_pdf_and_links_nothing(tmp_
     assert f"print edition skipped: no Chromium at {tmp_path / 'no-chromium'}" in done.stderr
     assert not (tmp_path / "site" / PDF).exists()
     assert PDF not in (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+
+
+# -- the print file, made from the site's pages by their parse (site/html_edit.py) --------------------------------
+
+FOLDED_PAGE = """<html><head><link rel='stylesheet' href='../assets/main.css'></head><body>
+<article class="md-content__inner md-typeset">
+<h2 id='results'>结果</h2>
+<details class="example"><summary>生成它的代码：<code>a.py</code></summary>
+<details class="note"><summary>内层</summary><p>一层套一层</p></details>
+<p id="inside">still inside the fold</p>
+</details>
+<p id="after">after the fold <a href='../other/#part'>another page</a> <a href="#results">here</a></p>
+<details class='note'><summary>答案</summary><p>展开</p></details>
+<img src='figure.svg' alt='图'>
+<svg viewBox="0 0 1 1"><path d="M0 0"/></svg>
+</article></body></html>"""
+
+
+def test_a_code_fold_with_folds_inside_is_printed_as_one_line_and_the_text_after_it_stays(tmp_path: Path) -> None:
+    from transformer_book.book.site.print_edition import Entry, article
+
+    (tmp_path / "page").mkdir()
+    (tmp_path / "page" / "index.html").write_text(FOLDED_PAGE, encoding="utf-8")
+    out = article(tmp_path, Entry("page/", "页"), {"page/", "other/"})
+    assert out.count('<p class="print-code-ref">生成它的代码：<code>a.py</code>（代码见仓库与网站）</p>') == 1
+    assert "一层套一层" not in out and "still inside the fold" not in out  # the nested fold went with its fold
+    assert 'id="p-page--after"' in out and "after the fold" in out  # not swallowed by the first </details>
+    assert "<details class=\"note\" open>" in out and "展开" in out
+
+
+def test_single_quoted_attributes_are_resolved_like_double_quoted_ones(tmp_path: Path) -> None:
+    from transformer_book.book.site.print_edition import Entry, article, combine
+
+    (tmp_path / "page").mkdir()
+    (tmp_path / "page" / "index.html").write_text(FOLDED_PAGE, encoding="utf-8")
+    out = article(tmp_path, Entry("page/", "页"), {"page/", "other/"})
+    assert 'id="p-page--results"' in out and 'href="#p-page--results"' in out
+    assert 'href="#p-other--part"' in out  # a link to another page of the book lands inside the PDF
+    assert 'src="page/figure.svg"' in out  # resolved against the site root
+    assert '<svg viewBox="0 0 1 1"><path d="M0 0"/></svg>' in out  # untouched elements stay as written
+    book = combine(tmp_path, [Entry("page/", "页")], "书名")
+    assert '<link rel="stylesheet" href="assets/main.css">' in book  # the home page's single-quoted style sheet
+    assert book.startswith("<!doctype html>") and "<title>书名</title>" in book

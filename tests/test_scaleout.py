@@ -13,12 +13,8 @@ import io
 import json
 import os
 import pickle
-import shutil
-import signal
 import subprocess
 import sys
-import textwrap
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -34,23 +30,12 @@ from transformer_book.book.storage import cache as cache_module  # noqa: E402
 from transformer_book.book.checking import records  # noqa: E402
 from transformer_book.book.artifacts import TORCH_MAGIC  # noqa: E402
 from transformer_book.book.storage.cache import Cache, Entry, fetch_blob  # noqa: E402
-from transformer_book.book.session import BookSession, Options  # noqa: E402
+from transformer_book.book.state import Options  # noqa: E402
 from transformer_book.book.storage.store import FsspecStore, LocalStore, open_store  # noqa: E402
 
-TIMEOUT = 120  # seconds: the bound on any one build or server start in this file
+from conftest import MKDOCS_YML, mkdocs_build, session, statuses, write  # noqa: E402
 
-MKDOCS_YML = """site_name: t
-docs_dir: docs
-plugins:
-  - book:
-      mathjax: false
-markdown_extensions:
-  - admonition
-  - pymdownx.details
-  - pymdownx.superfences
-  - md_in_html
-  - tables
-"""
+TIMEOUT = 120  # seconds: the bound on any one build or server start in this file
 
 TRAIN = '''
 import torch
@@ -97,11 +82,6 @@ PAGE = """# 测试页
 """
 
 
-def write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
-
-
 def make_project(root: Path, snippets: dict[str, str] | None = None) -> Path:
     write(root / "mkdocs.yml", MKDOCS_YML)
     for name, source in (snippets or {"train": TRAIN, "use": USE, "plain": PLAIN}).items():
@@ -111,14 +91,6 @@ def make_project(root: Path, snippets: dict[str, str] | None = None) -> Path:
     return root
 
 
-def session(project: Path, cache: str | Path | None = None) -> BookSession:
-    return BookSession(project, project / "snippets", cache or project / ".book-cache", project / ".book-cache" / "report")
-
-
-def statuses(state) -> dict[str, str]:
-    return {sid: st.status for sid, st in state.snippets.items()}
-
-
 def values(state) -> dict[str, object]:
     return {f"{sid}:{k}": getattr(r, "value", None) for sid, st in state.snippets.items() for k, r in st.results.items()}
 
@@ -126,15 +98,6 @@ def values(state) -> dict[str, object]:
 def deterministic_records(project: Path) -> dict[str, dict]:
     return {p.name: records.deterministic_part(json.loads(p.read_text(encoding="utf-8")))
             for p in sorted((project / "snippets").rglob("*.record.json"))}
-
-
-def mkdocs_build(project: Path, **env: str) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", **env}
-    for var in ("BOOK_CI", "BOOK_FRESH", "BOOK_EXECUTE", "BOOK_ONLY"):
-        if var not in env:
-            full_env.pop(var, None)
-    return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict"], cwd=project, env=full_env,
-                          capture_output=True, text=True, timeout=TIMEOUT)
 
 
 def timing_statuses(project: Path) -> dict[str, str]:
@@ -543,7 +506,9 @@ TIMEOUT_SECONDS = {timeout}
 def compute():
     with open({pid_file!r}, "w") as f:
         f.write(str(os.getpid()))
-    signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGALRM}})  # as a hang in native code: SIGALRM cannot stop it
+    for sig in (signal.SIGALRM, signal.SIGTERM, signal.SIGINT):  # as a hang in native code, ignoring every signal
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {{signal.SIGALRM, signal.SIGTERM, signal.SIGINT}})
     time.sleep(600)
     return {{"never": Value(1)}}
 '''
@@ -601,7 +566,7 @@ def test_stopping_a_cluster_build_kills_the_snippet_process_running_on_a_worker(
     assert "interrupted" in done[0].snippets["part/sleeper"].error.message
 
 
-def test_a_snippet_hung_on_a_worker_past_its_timeout_is_killed_and_named(client, cluster, tmp_path):
+def test_a_snippet_that_ignores_signals_on_a_worker_is_killed_by_its_declared_timeout(client, cluster, tmp_path):
     pid_file = tmp_path / "hung.pid"
     project, state = _build_on_cluster(cluster, tmp_path, "h", {
         "hung": SLEEPS.format(timeout=1, pid_file=str(pid_file)), "plain": PLAIN})

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fontTools.ttLib import TTFont
+from fontTools.ttLib import TTFont, TTLibError
 
 from conftest import ROOT
 from transformer_book.book.site import webfont
@@ -52,7 +52,7 @@ def test_a_failed_cutting_process_raises_in_the_build_and_leaves_no_file(tmp_pat
     not_a_font = tmp_path / "broken.otf"
     not_a_font.write_bytes(b"not a font at all" * 100)
     started = webfont.Subset(not_a_font, "注意力", tmp_path / "fonts")
-    with pytest.raises(Exception):
+    with pytest.raises(TTLibError, match="Not a TrueType or OpenType font"):  # fontTools' own error, here
         started.wait()
     assert not started.path.exists()
     assert list((tmp_path / "fonts").iterdir()) == []  # no half-written temporary file either

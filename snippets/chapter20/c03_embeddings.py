@@ -69,7 +69,7 @@ def compute():
             kinds={"训练后最近的 5 个字": "trained", "训练后最高的余弦相似度": "trained"},
         ),
         "kindred_neighbours": Claim("训练之后，每个字最近的 5 个字里都至少有 2 个同类字（季节、人称代词、"
-                                    "说话动作、颜色、数量词）", all_of(*(at_least(v, 2, name=k) for k, v in kin.items()))),
+                                    "说听看笑一类的动作、颜色、数词与指示代词）", all_of(*(at_least(v, 2, name=k) for k, v in kin.items()))),
         "lookup_is_matmul": Claim("查表与独热向量乘嵌入矩阵的结果完全相同", all_of(at_most(lookup_vs_matmul, 0.0, name="最大差"),
                                          true(bool(torch.equal(X[0, 0], E[ids[0, 0]])), name="逐位相同"))),
 

@@ -27,8 +27,8 @@ def compute():
     model = p08.build_model(p08.P08Config(), tok.vocab_size).eval()  # 未训练：这里只检查结构上的性质
     mask = model.causal_mask[: len(TOKENS), : len(TOKENS)]  # (T, T)，True = 可以关注
     visibility = Table(
-        columns=["查询位置", *[f"位置 {j + 1}（{ch}）" for j, ch in enumerate(TOKENS)]],
-        rows=[[f"位置 {i + 1}（{ch}）", *["可见" if ok else "–" for ok in row]] for i, (ch, row) in enumerate(zip(TOKENS, mask.tolist()))],
+        columns=["查询位置", *[f"位置 {j}（{ch}）" for j, ch in enumerate(TOKENS)]],
+        rows=[[f"位置 {i}（{ch}）", *["可见" if ok else "–" for ok in row]] for i, (ch, row) in enumerate(zip(TOKENS, mask.tolist()))],
     )
 
     g = torch.Generator().manual_seed(0)  # 与上一页的片段相同
@@ -47,7 +47,7 @@ def compute():
         logits, logits_changed = model(ids), model(changed)  # 各 (1, T, V)
         earlier_diff = float((logits[0, :-1] - logits_changed[0, :-1]).abs().max())
         last_diff = float((logits[0, -1] - logits_changed[0, -1]).abs().max())
-        # 逐个前缀单独计算：位置 t 只把前 t 个词元交给模型
+        # 逐个前缀单独计算：位置 t 只把位置 0…t 这 t + 1 个词元交给模型
         prefix = torch.stack([model(ids[:, : t + 1])[0, -1] for t in range(ids.size(1))])  # (T, V)
         prefix_diff = float((prefix - logits[0]).abs().max())
 
@@ -57,7 +57,7 @@ def compute():
                          rows=[[q, *row] for q, row in zip(TOKENS, weights.tolist())],
                          formats=["", *[".3f"] * len(TOKENS)]),
         "wrong_order": Table(columns=["查询位置", "正确顺序：每行之和", "错误顺序：每行之和"],
-                             rows=[[f"位置 {i + 1}（{ch}）", float(weights[i].sum()), float(wrong_sums[i])] for i, ch in enumerate(TOKENS)],
+                             rows=[[f"位置 {i}（{ch}）", float(weights[i].sum()), float(wrong_sums[i])] for i, ch in enumerate(TOKENS)],
                              formats=["", ".3f", ".3f"]),
         "sentence_length": Value(ids.size(1), "d"),
         "earlier_diff": Value(earlier_diff, ".1f"),

@@ -2,7 +2,7 @@
 
 让参考实现的 ``MultiHeadAttention``（P08 模型的宽度 d = 128、4 个头）带着因果掩码算一次，
 用 ``shape_trace.trace_ops`` 记下每个张量运算的输出形状，再把数字换回记号。为了换得回去，
-各尺寸取两两不同的值：B = 2，T = 6，d = 128，H = 4，d_h = 32。
+各尺寸取两两不同的值：B = 2，T = 6，d = 128，h = 4，d_h = 32。
 另外数一数：头数变化时，多头注意力的参数个数变不变。
 """
 
@@ -16,22 +16,22 @@ from transformer_book.transformer import MultiHeadAttention, count_parameters
 B, T = 2, 6
 CONFIG = p08.P08Config()
 D, H = CONFIG.d_model, CONFIG.n_heads
-SYMBOLS = {B: "B", T: "T", D: r"d_{\text{model}}", H: "H", D // H: "d_h", 3 * D: r"3d_{\text{model}}"}
+SYMBOLS = {B: "B", T: "T", D: "d", H: "h", D // H: "d_h", 3 * D: "3d"}
 OPS = ["linear", "split", "view", "transpose", "matmul", "div", "masked_fill", "softmax", "reshape"]
 # 去掉重复之后，前向计算依次经过的运算，以及每一步在做什么
 STAGES = [
     ("linear", "输入 $X$ 乘打包的 $[W^Q; W^K; W^V]$"),
     ("split", "切成 $Q$、$K$、$V$ 三份"),
-    ("view", "最后一维拆成 $H$ 个头（$Q$、$K$、$V$ 各做一次）"),
+    ("view", "最后一维拆成 $h$ 个头（$Q$、$K$、$V$ 各做一次）"),
     ("transpose", "把头维度挪到序列维度前面"),
     ("transpose", r"$K^\top$：交换最后两维"),
-    ("matmul", r"打分 $QK^\top$：每个头一张 $T \times T$ 的表"),
+    ("matmul", r"算分数 $QK^\top$：每个头一张 $T \times T$ 的表"),
     ("div", r"除以 $\sqrt{d_h}$"),
     ("masked_fill", "因果掩码：未来位置记为 $-\\infty$"),
     ("softmax", "按行 softmax，得到注意力权重"),
     ("matmul", "权重乘 $V$"),
     ("transpose", "把头维度挪回序列维度后面"),
-    ("reshape", "各头拼接：$H$ 个 $d_h$ 维拼回一个向量"),
+    ("reshape", "各头拼接：$h$ 个 $d_h$ 维拼回一个向量"),
     ("linear", "输出投影 $W^O$"),
 ]
 
@@ -64,7 +64,7 @@ def compute():
         "same_shape": Claim("多头注意力的输出与输入形状相同", equal(输出形状=list(out.shape), 输入形状=list(x.shape))),
 
         "trace": Table(columns=["阶段", "代码里的运算", "形状（记号）", "本例的形状"], rows=rows),
-        "params_by_heads": Table(columns=["头数 $H$", "每头宽度 $d_h$", "参数个数"],
+        "params_by_heads": Table(columns=["头数 $h$", "每头宽度 $d_h$", "参数个数"],
                                  rows=[[h, D // h, n] for h, n in zip(heads, counts)], formats=["d", "d", ",d"]),
         "mha_params": Value(counts[0], ",d"),
     }

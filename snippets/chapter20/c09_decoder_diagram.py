@@ -1,6 +1,6 @@
 """第 20 章图 1：仅解码器（decoder-only）Transformer 的结构，按 P08 模型的实际层次画出。
 
-数据从下往上流：词元编号查表成向量并加上位置向量，经过 N 个 Pre-LN 解码器块（每块两条残差支路：
+数据从下往上流：词元编号查表成向量并加上位置向量，经过 L 个 Pre-LN 解码器块（每块两条残差支路：
 层归一化 → 因果多头自注意力，层归一化 → 前馈网络），再经最后的层归一化和输出层，softmax 之后得到
 下一个词元的概率。右侧灰字是每一步输出的形状；左侧的回路表示生成时把选出的词元接回输入。
 方框的顺序与 P08 模型各子模块在前向计算中的顺序逐一核对过。
@@ -40,17 +40,17 @@ def compute():
     fig, ax = new_diagram(width=7.0)
     boxes = [
         Box("词元编号", kind="text", note="[B, T]"),
-        Box("词嵌入 + 位置向量", color="input", note="[B, T, D]"),
+        Box("词嵌入 + 位置向量", color="input", note="[B, T, d]"),
         Box("层归一化", color="norm"),
         Box("因果多头自注意力", color="attention"),
         Box("层归一化", color="norm"),
         Box("前馈网络（逐位置）", color="ffn"),
-        Box("最后的层归一化", color="norm", note="[B, T, D]"),
+        Box("最后的层归一化", color="norm", note="[B, T, d]"),
         Box("输出层（线性）", color="output", note="[B, T, V]"),
         Box("softmax", color="output"),
         Box("下一个词元的概率", kind="text", note="每个位置一个分布"),
     ]
-    layout = draw_stack(ax, boxes, direction="up", repeat=[(2, 5, "解码器块\n× N")])
+    layout = draw_stack(ax, boxes, direction="up", repeat=[(2, 5, "解码器块\n× L")])
     draw_skip(ax, layout, 2, 3, label="残差")
     draw_skip(ax, layout, 4, 5, label="残差")
     # 生成：从最后一个位置的分布里选出一个词元，接到输入末尾，再算一遍

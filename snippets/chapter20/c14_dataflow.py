@@ -2,7 +2,7 @@
 
 在 P08 结构的模型上跑一次前向计算和交叉熵，用前向钩子与 ``shape_trace.trace_ops`` 记下每一步的真实形状，
 按对象身份数参数（权重共享只算一次），再把数字换回记号。为此各尺寸取两两不同的值：
-B = 2，T = 16，D = 128，H = 4，D_h = 32，V = P08 的词表大小。
+B = 2，T = 16，d = 128，h = 4，d_h = 32，V = P08 的词表大小。
 """
 
 import torch
@@ -21,7 +21,7 @@ def compute():
     torch.manual_seed(0)
     model = p08.build_model(config, vocab).eval()  # 形状与参数个数与训练无关
     D, H = config.d_model, config.n_heads
-    symbols = {B: "B", T: "T", D: "D", H: "H", D // H: "D_h", vocab: "V", 4 * D: "4D"}
+    symbols = {B: "B", T: "T", D: "d", H: "h", D // H: "d_h", vocab: "V", 4 * D: "4d"}
     if len(symbols) != 7:
         raise ValueError("各尺寸必须两两不同，才能把数字换回记号：换一个 B 或 T")
     g = torch.Generator().manual_seed(0)
@@ -50,7 +50,7 @@ def compute():
     ffn_ratio = by_step["前馈网络"] / attention
     return {
         "total_is_count": Claim("全表合计与 count_parameters 相等", equal(全表合计=total, count_parameters=count_parameters(model))),
-        "block_formula": Claim("一个块的参数合计与 12D² + 13D 相符，其余的块与第一个块完全相同",
+        "block_formula": Claim("一个块的参数合计与 12d² + 13d 相符，其余的块与第一个块完全相同",
                                all_of(equal(一个块=block, 公式=block_parameters(D).total),
                                       equal(第一个块=block, 表中其余的块=by_step[f"其余 {config.n_layers - 1} 个块"] / (config.n_layers - 1)),
                                       *(equal(第一个块=block, **{f"第 {i + 1} 个块": n}) for i, n in enumerate(per_block)))),

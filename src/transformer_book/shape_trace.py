@@ -95,7 +95,7 @@ def trace_module(module: nn.Module, *args: Any, **kwargs: Any) -> tuple[Any, lis
 
 
 def symbolic_shape(shape: Sequence[int], symbols: dict[int, str], brackets: str = "[]") -> str:
-    """把具体形状写成记号，如 ``(2, 16, 128)`` 与 ``{2: "B", 16: "T", 128: "D"}`` → ``"[B, T, D]"``。
+    """把具体形状写成记号，如 ``(2, 16, 128)`` 与 ``{2: "B", 16: "T", 128: "d"}`` → ``"[B, T, d]"``。
 
     不在 ``symbols`` 里的维度原样写数字；空形状（标量）写成 ``"标量"``。选取互不相同的尺寸，记号才不会混淆。
     ``brackets="()"`` 写成第 7 讲的 ``(B, h, T, d_h)``；默认的方括号是第 20 章的写法。

@@ -7,15 +7,21 @@
 → 生成：一步的抽样规则 ``next_token_distribution``、``generate``（含 KV 缓存）→ 学习率 ``warmup_cosine``
 → 参数计数。
 
-形状记号（全文件通用）::
+形状记号（全文件通用，与书中的记号表相同）::
 
-    B    批量大小（batch size）
-    T    序列长度（sequence length）；有 KV 缓存时键的长度 T_k = 已缓存长度 + T
-    S    交叉注意力里记忆（memory，即编码器输出）的长度
-    d    模型宽度（d_model）
-    h    头数（number of heads）
-    d_h  每头宽度 = d / h
-    V    词表大小（vocabulary size）
+    B      批量大小（batch size）
+    T      序列长度（sequence length）；有 KV 缓存时键的长度 T_k = 已缓存长度 + T
+    S      交叉注意力里记忆（memory，即编码器输出）的长度
+    d      模型宽度；构造参数的关键字是 ``d_model``
+    h      头数（number of heads），构造参数 ``n_heads``；第 r 个头（r = 1 … h）的投影记作 W^Q_r、W^K_r、W^V_r
+    d_h    每头宽度 = d / h（属性 ``d_head``）；多头注意力里查询、键、值的宽度 d_k = d_v = d_h
+    L      层数（块数），构造参数 ``n_layers``
+    T_max  模型能读的最大长度，即位置表与因果掩码的行数，构造参数 ``max_len``（报错信息里写作 L_max）
+    V      词表大小（vocabulary size）
+
+位置从 0 数起：第一个词元在位置 0。向量一律是行向量，矩阵乘在右边：x 的形状是 (…, d)，
+Q = X W^Q，前馈网络 FFN(x) = GELU(x W_1 + b_1) W_2 + b_2。``nn.Linear(d_in, d_out)`` 算的也是 x W + b
+（W 是书中 d_in × d_out 的矩阵），但它的 ``weight`` 存的是转置 Wᵀ，形状 (d_out, d_in)：例如 ``fc1.weight`` 是 W_1ᵀ。
 
 掩码约定（全包统一）：布尔张量，``True`` = 可以关注（may attend），与
 ``torch.nn.functional.scaled_dot_product_attention`` 相同。``nn.MultiheadAttention`` 的 ``attn_mask``、
@@ -33,7 +39,7 @@ import torch.nn.functional as F
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, dropout_p=0.0):
-    """缩放点积注意力（scaled dot-product attention）：softmax(Q Kᵀ / √d_h) V。
+    """缩放点积注意力（scaled dot-product attention）：softmax(Q Kᵀ / √d_k) V，多头注意力里每个头的 d_k = d_h。
 
     书中讲解：第 7 讲第 2–3 节（自注意力与缩放），第 4.3 节（掩码）。
 
@@ -42,7 +48,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, dropout_p=0.0):
     Parameters
     ----------
     q : Tensor，形状 (..., T_q, d_h)
-        查询（query）。
+        查询（query）。单头时最后一维就是 d_k；多头时是每个头的 d_h。
     k, v : Tensor，形状 (..., T_k, d_h)
         键（key）与值（value）。
     mask : BoolTensor，可广播到 (..., T_q, T_k)，可选
@@ -57,7 +63,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, dropout_p=0.0):
     weights : Tensor，形状 (..., T_q, T_k)
         softmax 之后、dropout 之前的注意力权重。每行和为 1；整行都被屏蔽的行全为 0，对应的输出也是 0。
     """
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., T_q, T_k)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., T_q, T_k)：注意力分数，softmax 之前
     if mask is not None:
         # 被屏蔽的位置记为 −∞，softmax 之后恰好是 0（不用 −1e9 这样的魔法数）
         scores = scores.masked_fill(~mask, float("-inf"))
@@ -74,8 +80,14 @@ class MultiHeadAttention(nn.Module):
 
     书中讲解：第 7 讲第 6 节；第 20 章「多头注意力」。
 
-    参数布局与 ``nn.MultiheadAttention`` 相同：``in_proj`` 是打包的 d → 3d 线性层（输出依次是 Q、K、V），
-    ``out_proj`` 是输出投影 W^O。把权重搬进 ``nn.MultiheadAttention`` 只需四次复制::
+    head_r = Attention(X W^Q_r, X W^K_r, X W^V_r)（r = 1 … h，W^Q_r 等是 d × d_h 的矩阵），
+    MHA(X) = Concat(head_1, …, head_h) W^O。实现时不建 h 组小矩阵：h 个 W^Q_r 按列并排正好是一个 d × d 的 W^Q，
+    一次矩阵乘法算出所有头的 Q，再把最后一维拆成 (h, d_h)。
+
+    参数布局与 ``nn.MultiheadAttention`` 相同：``in_proj`` 是打包的 d → 3d 线性层，算的是 X [W^Q, W^K, W^V]
+    （输出依次是 Q、K、V）；按 ``nn.Linear`` 的惯例，``in_proj.weight`` 存的是它的转置，形状 (3d, d)，
+    按行依次是 W^Qᵀ、W^Kᵀ、W^Vᵀ。``out_proj`` 是输出投影 W^O（``out_proj.weight`` 是 W^Oᵀ）。
+    把权重搬进 ``nn.MultiheadAttention`` 只需四次复制::
 
         theirs.in_proj_weight.copy_(ours.in_proj.weight); theirs.in_proj_bias.copy_(ours.in_proj.bias)
         theirs.out_proj.weight.copy_(ours.out_proj.weight); theirs.out_proj.bias.copy_(ours.out_proj.bias)
@@ -99,7 +111,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f'attn_impl 只能是 "manual" 或 "sdpa"，收到 {attn_impl!r}')
         self.n_heads, self.d_head = n_heads, d_model // n_heads
         self.dropout, self.attn_impl = dropout, attn_impl
-        self.in_proj = nn.Linear(d_model, 3 * d_model)  # [W^Q; W^K; W^V] 打包成一个 d → 3d 的层
+        self.in_proj = nn.Linear(d_model, 3 * d_model)  # X [W^Q, W^K, W^V]：打包成一个 d → 3d 的层
         self.out_proj = nn.Linear(d_model, d_model)  # W^O：把各头的结果混合起来
 
     def forward(self, x, memory=None, *, mask=None, rope=None, kv_cache=None, need_weights=False):
@@ -128,7 +140,7 @@ class MultiHeadAttention(nn.Module):
         B, T, d = x.shape
         if memory is None:  # 自注意力：一次矩阵乘法同时算出 Q、K、V
             q, k, v = self.in_proj(x).split(d, dim=-1)  # 各 (B, T, d)
-        else:  # 交叉注意力：把打包的权重拆成 W^Q 与 [W^K; W^V]（nn.MultiheadAttention 也这样拆）
+        else:  # 交叉注意力：打包的 weight 按行依次是 W^Qᵀ、W^Kᵀ、W^Vᵀ，拆成 W^Qᵀ 与 [W^K, W^V]ᵀ（nn.MultiheadAttention 也这样拆）
             w_q, w_kv = self.in_proj.weight.split([d, 2 * d])
             b_q, b_kv = self.in_proj.bias.split([d, 2 * d])
             q = F.linear(x, w_q, b_q)  # (B, T, d)
@@ -156,7 +168,7 @@ class MultiHeadAttention(nn.Module):
 
 
 def sinusoidal_encoding(max_len, d):
-    """正弦位置编码表（Vaswani 等 2017）：PE[p, 2i] = sin(p·ω_i)，PE[p, 2i+1] = cos(p·ω_i)，ω_i = 10000^(−2i/d)。
+    """正弦位置编码表（Vaswani 等 2017）：PE[p, 2i] = sin(p·ω_i)，PE[p, 2i+1] = cos(p·ω_i)，ω_i = 10000^(−2i/d)，位置 p 从 0 数起。
 
     书中讲解：第 7 讲第 5.2 节。
 
@@ -178,14 +190,14 @@ def sinusoidal_encoding(max_len, d):
 
 
 class LearnedPositionEmbedding(nn.Module):
-    """可学习的位置嵌入：一张 L_max × d 的表，每个位置一行（BERT、GPT-2 的做法）。
+    """可学习的位置嵌入：一张 T_max × d 的表，每个位置一行（BERT、GPT-2 的做法）；位置 0 是第 0 行。
 
     书中讲解：第 7 讲第 5.3 节。
 
     Parameters
     ----------
     max_len, d_model : int
-        表的长度 L_max（位置 L_max 及以后没有定义，请求时报错）与模型宽度 d。
+        表的行数 T_max（位置 T_max 及以后没有定义，请求时报错；报错信息里写作 L_max）与模型宽度 d。
     """
 
     def __init__(self, *, max_len, d_model):
@@ -256,7 +268,13 @@ def apply_rope(x, cos, sin):
 class FeedForward(nn.Module):
     """逐位置的前馈网络（feed-forward network）：d → 4d → GELU → d。
 
-    书中讲解：第 7 讲第 4.2 节与第 7.3 节。
+    书中讲解：第 7 讲第 4.2 节与第 7.3 节；第 20 章「注意力之后，为什么还要前馈网络」。
+
+    按行向量写（与原论文、与书中相同）：FFN(x) = GELU(x W_1 + b_1) W_2 + b_2，W_1 ∈ ℝ^{d×4d}，W_2 ∈ ℝ^{4d×d}。
+    ``nn.Linear`` 存的是转置：``fc1.weight`` 是 W_1ᵀ，形状 (4d, d)，它的第 k 行是 W_1 的第 k 列
+    （Geva 等 2021 所说的第 k 个“键”）；``fc2.weight`` 是 W_2ᵀ，形状 (d, 4d)，它的第 k 列是 W_2 的第 k 行
+    （第 k 个“值”）。用列向量的文献写成 W_2 GELU(W_1 x + b_1) + b_2，那里的 W_1、W_2 恰好是 ``fc1.weight``、
+    ``fc2.weight``。
 
     Parameters
     ----------
@@ -273,7 +291,7 @@ class FeedForward(nn.Module):
         """x: (B, T, d) → (B, T, d)。"""
         # GELU 用精确形式 x·Φ(x)（F.gelu 的默认）：与 nn.TransformerEncoderLayer(activation="gelu") 相同，
         # 测试才能逐位对照；GPT-2 用的是 tanh 近似，两者处处相差不到 1e-3。
-        return self.fc2(F.gelu(self.fc1(x)))
+        return self.fc2(F.gelu(self.fc1(x)))  # GELU(x W_1 + b_1) W_2 + b_2：(B, T, d) → (B, T, 4d) → (B, T, d)
 
 
 class TransformerBlock(nn.Module):
@@ -286,7 +304,7 @@ class TransformerBlock(nn.Module):
     dropout : float
         注意力权重与每个子层输出上的 dropout 概率。
     norm : {"pre", "post"}
-        ``"pre"``：x + F(LN(x))（GPT-2 及以后的大多数模型，本书默认）；
+        ``"pre"``：每个子层 F 都是 x + F(LN(x))，各子层有自己的 LN（GPT-2 及以后的大多数模型，本书默认）；
         ``"post"``：LN(x + F(x))（原始 Transformer，2017）。
     cross_attention : bool
         True 时在自注意力与前馈之间加一个交叉注意力子层（编码器—解码器里的解码器块）。
@@ -356,7 +374,7 @@ class TransformerBlock(nn.Module):
 
 
 class TransformerLM(nn.Module):
-    """Transformer 语言模型：词嵌入 + 位置 → N 个块 →（Pre-LN 时）最后的层归一化 → 输出层。
+    """Transformer 语言模型：词嵌入 + 位置 → L 个块 →（Pre-LN 时）最后的层归一化 → 输出层。
 
     书中讲解：第 7 讲第 7–8 节（结构）、第 11 节（实验）；第 20 章「一个解码器块的完整旅程」。
 
@@ -365,9 +383,9 @@ class TransformerLM(nn.Module):
     Parameters
     ----------
     vocab_size, d_model, n_heads, n_layers : int
-        词表大小 V、模型宽度 d、头数 h、块数 N。
+        词表大小 V、模型宽度 d、头数 h、层数（块数）L。
     max_len : int
-        最大序列长度 L_max；任何位置编码下超过它都报错（``generate`` 会先裁剪上下文）。
+        最大序列长度 T_max（报错信息里写作 L_max）；任何位置编码下超过它都报错（``generate`` 会先裁剪上下文）。
     pos : {"learned", "sinusoidal", "rope", "none"}
         位置编码：可学习的位置表、正弦表（词嵌入先乘 √d 再加上正弦表，同原论文）、每层注意力里的 RoPE、不加位置信息。
     causal : bool
@@ -401,11 +419,11 @@ class TransformerLM(nn.Module):
             self.register_buffer("sinusoidal_table", sinusoidal_encoding(max_len, d_model), persistent=False)
         elif pos == "rope":
             rope_cos, rope_sin = rope_tables(max_len, d_model // n_heads)
-            self.register_buffer("rope_cos", rope_cos, persistent=False)  # (L_max, d_h)
-            self.register_buffer("rope_sin", rope_sin, persistent=False)  # (L_max, d_h)
+            self.register_buffer("rope_cos", rope_cos, persistent=False)  # (T_max, d_h)
+            self.register_buffer("rope_sin", rope_sin, persistent=False)  # (T_max, d_h)
         if causal:  # 下三角为 True：第 i 行（查询位置 i）可以关注第 0…i 列
             causal_mask = torch.ones(max_len, max_len, dtype=torch.bool).tril()
-            self.register_buffer("causal_mask", causal_mask, persistent=False)  # (L_max, L_max)
+            self.register_buffer("causal_mask", causal_mask, persistent=False)  # (T_max, T_max)
         self.drop = nn.Dropout(dropout)
         self.blocks = nn.ModuleList(
             TransformerBlock(d_model=d_model, n_heads=n_heads, dropout=dropout, norm=norm,
@@ -426,8 +444,8 @@ class TransformerLM(nn.Module):
                 nn.init.normal_(module.weight, mean=0.0, std=0.02)
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
-        # 残差分支的输出投影（注意力的 out_proj、前馈的 fc2）再缩小 1/√(2N)：每个块往主干上加两个分支，
-        # N 层共 2N 个，初始化时它们近似独立、方差相加；这样主干的方差不随层数增长（有交叉注意力时是 3N 个）。
+        # 残差分支的输出投影（注意力的 out_proj、前馈的 fc2）再缩小 1/√(2L)：每个块往主干上加两个分支，
+        # L 层共 2L 个，初始化时它们近似独立、方差相加；这样主干的方差不随层数增长（有交叉注意力时是 3L 个）。
         for name, p in self.named_parameters():
             if name.endswith(("out_proj.weight", "fc2.weight")):
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(n_residual_branches))
@@ -492,7 +510,7 @@ class TransformerLM(nn.Module):
         return self.ln_f(x), self_weights, cross_weights
 
     def forward(self, idx, pad_mask=None, *, kv_cache=None):
-        """计算每个位置上下一个词元的打分。
+        """计算每个位置上下一个词元的 logits（词表上每一项的未归一化分数，softmax 之前）。
 
         Parameters
         ----------
@@ -549,7 +567,7 @@ class EncoderDecoder(nn.Module):
                                      cross_attention=True, **common)
 
     def forward(self, src, tgt, src_pad_mask=None, tgt_pad_mask=None):
-        """Teacher forcing 下的目标句打分。
+        """教师强制（teacher forcing）下目标句每个位置的 logits。
 
         Parameters
         ----------
@@ -581,13 +599,13 @@ def next_token_distribution(logits, *, temperature=1.0, top_k=None, top_p=None):
 
     书中讲解：第 20 章「并行训练，顺序生成」（解码策略）。
 
-    温度 0 是贪心：概率全部给打分最高的词元。否则先除以温度；top-k 只留打分最高的 k 个（k 超过词表时取
+    温度 0 是贪心：概率全部给 logits 最高的词元。否则先把 logits 除以温度；top-k 只留 logits 最高的 k 个（k 超过词表时取
     整个词表）；top-p（核采样）按概率从高到低累加，留下“累计概率刚好达到 p”的最小集合（概率最高的词总会留下）。
 
     Parameters
     ----------
     logits : Tensor (..., V)
-        最后一个位置的原始打分。
+        最后一个位置的 logits（未经温度缩放）。
 
     Returns
     -------
@@ -597,7 +615,7 @@ def next_token_distribution(logits, *, temperature=1.0, top_k=None, top_p=None):
     if temperature == 0:  # 贪心解码
         return F.one_hot(logits.argmax(dim=-1), logits.size(-1)).to(logits.dtype)
     logits = logits / temperature
-    if top_k is not None:  # 只保留打分最高的 k 个
+    if top_k is not None:  # 只保留 logits 最高的 k 个
         kth_best = torch.topk(logits, min(top_k, logits.size(-1)), dim=-1).values[..., -1:]  # (..., 1)
         logits = logits.masked_fill(logits < kth_best, float("-inf"))
     if top_p is not None:  # 核采样：保留累计概率刚好达到 p 的最小词集合
@@ -628,9 +646,9 @@ def generate(model, idx, max_new_tokens, *, temperature=1.0, top_k=None, top_p=N
     max_new_tokens : int
         要生成的词元个数。
     temperature : float
-        温度；0 表示贪心解码（每步取打分最高的词）。
+        温度；0 表示贪心解码（每步取 logits 最高的词）。
     top_k, top_p : int 与 float，可选
-        只从打分最高的 k 个词里采样（k 大于词表时等于整个词表）；核采样（nucleus sampling）的累计概率阈值。
+        只从 logits 最高的 k 个词里采样（k 大于词表时等于整个词表）；核采样（nucleus sampling）的累计概率阈值。
     generator : torch.Generator，可选
         采样用的随机数发生器；给定种子即可复现。
     use_cache : bool
@@ -647,7 +665,7 @@ def generate(model, idx, max_new_tokens, *, temperature=1.0, top_k=None, top_p=N
 @torch.inference_mode()  # 比 no_grad 更省：生成时不需要任何自动求导的记账
 def generate_with_logits(model, idx, max_new_tokens, *, temperature=1.0, top_k=None, top_p=None, generator=None,
                          use_cache=True):
-    """同 ``generate``，另外返回每一步最后一个位置的原始打分（除以温度之前）。
+    """同 ``generate``，另外返回每一步最后一个位置的 logits（除以温度之前）。
 
     Returns
     -------
@@ -670,7 +688,7 @@ def generate_with_logits(model, idx, max_new_tokens, *, temperature=1.0, top_k=N
                 logits = model(idx[:, -model.max_len:], kv_cache=cache)  # (B, T, V)
             logits = logits[:, -1, :]  # (B, V)
             step_logits.append(logits)
-            if temperature == 0:  # 贪心：直接取打分最高的词元，不抽样
+            if temperature == 0:  # 贪心：直接取 logits 最高的词元，不抽样
                 next_id = logits.argmax(dim=-1, keepdim=True)  # (B, 1)
             else:
                 probs = next_token_distribution(logits, temperature=temperature, top_k=top_k, top_p=top_p)  # (B, V)

@@ -6,23 +6,29 @@ the comparisons, and ``record``/``claim`` for notebook pages). The engine is lai
 - top level – what every room shares: ``results`` (what a snippet returns, the four kinds of number),
   ``compare`` (the comparisons that decide a claim, with margins), ``plain`` (numpy/torch scalars → JSON
   values), ``artifacts`` (data handed between snippets, never pickles), ``types`` (``Task``, ``Outcome``,
-  ``SnippetError``: what goes to an executor and comes back), ``discover`` (finding snippets), ``environment``
-  (versions and numerical settings: cache keys and provenance), ``files`` (atomic writes, hashing), and
-  ``session`` (one build: plan, cache, execute, check — the only module that uses every room);
-- ``execution/`` – running snippets: ``worker`` (one snippet in a fresh process, fixed seeds and threads, the
-  exact bytes it ran), ``pool`` (the local forkserver), ``fresh_process``, ``zygote``, ``dask_executor`` and
-  ``identity`` (a cluster), ``lifetime``, ``notebook`` (notebook pages as snippets), ``preload``/``forkserver_exit``;
+  ``SnippetError``: what goes to an executor and comes back), ``discover`` (finding snippets and what they
+  declare), ``graph`` (the REQUIRES graph), ``environment`` (versions and numerical settings: cache keys and
+  provenance), ``files`` (atomic writes, hashing), ``memo`` (every remembered computation, by key and version),
+  ``state`` (a build's options and what it found), and ``session`` (one build: plan, cache, execute, check);
+- ``execution/`` – running snippets, one process per file: ``worker`` (the snippet process: fixed seeds and
+  threads, the exact bytes it ran), ``pool`` (the build's local executor and its forkserver), ``dask_executor``
+  (the build's cluster executor), ``dask_worker`` (a task on a Dask worker), ``zygote`` (the worker's preloaded
+  forking process), ``identity`` (a worker like the build machine), ``lifetime``, ``notebook`` (notebook pages
+  as snippets), ``preload``/``forkserver_exit``;
 - ``storage/`` – keeping results: ``cache`` (content-addressed entries and blobs), ``store`` (a folder or an
   fsspec URL);
 - ``checking/`` – ``records`` (committed beside each snippet), ``drift`` (fresh against recorded, by kind),
-  ``calibrate`` (tolerances from an ensemble of perturbations, validated held out), ``claim_index``,
-  ``report`` (what the terminal says);
+  ``calibrate`` (tolerances from an ensemble of perturbations, validated held out), ``drift_page`` (the drift
+  report);
 - ``rendering/`` – ``pages`` (the page syntax), ``render`` (results into Markdown), ``origin`` (where a shown
-  result comes from), ``page_notebook`` (a runnable notebook per page);
-- ``site/`` – MkDocs: ``plugin`` (event wiring), ``config`` (options), ``background`` (the build behind
-  ``serve``), ``dirty_pages``, and the site fixes ``fix_search``, ``fix_notebook_html``, ``mathjax``, ``webfont``;
+  result comes from), ``page_notebook`` (a runnable notebook per page), ``claim_index`` (every claim beside its
+  sentence);
+- ``site/`` – MkDocs: ``plugin`` (event wiring), ``config`` (options, and the one place a session is opened),
+  ``report`` (what the terminal says), ``background`` (the build behind ``serve``), ``dirty_pages``, and the
+  site fixes ``fix_search``, ``fix_notebook_html``, ``mathjax``, ``webfont``, ``print_edition``;
 - ``cli/`` – ``main`` (``python -m transformer_book``), ``show``, ``project``, ``in_jupyter``.
 
+Rooms import downwards only (``tests/test_layout.py`` fails on any import cycle between modules or rooms).
 The data flow of one build is in the authors' guide (``docs/authoring.md``, “引擎的结构”). The engine knows
 nothing about Transformers, and imports nothing from the rest of ``transformer_book``.
 """

@@ -7,10 +7,26 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from transformer_book.book.memo import Memo
 
-# path -> (source, its REQUIRES or the message of the error reading it): a build asks every snippet, and every
-# page's notebook asks again; under ``serve`` that is every save. Parsing 53 sources each time took 0.05 s.
-_REQUIRES: dict[Path, tuple[bytes, "list[str] | str"]] = {}
+
+TIMEOUT_PER_BUDGET = 10  # a snippet that declares BUDGET_SECONDS = b and no timeout is stopped after 10 b
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What a snippet file declares at its top level, read without running it (``REQUIRES``, ``TIMEOUT_SECONDS``,
+    ``BUDGET_SECONDS``), or the message of the first declaration that is not a literal of the right kind."""
+
+    requires: tuple[str, ...] = ()
+    timeout: float | None = None
+    budget: float | None = None
+    error: str = ""
+
+
+# A build asks every snippet for its declarations, and every page's notebook asks again; under ``serve`` that is
+# every save, and parsing 53 sources each time took 0.05 s: remembered by the source's bytes.
+_DECLARED: Memo[Declared] = Memo("snippet declarations")
 
 
 @dataclass(frozen=True)
@@ -40,44 +56,32 @@ class Snippet:
 
     def requires(self) -> list[str]:
         """The module-level ``REQUIRES = [...]`` list, read without running the snippet; for a notebook page,
-        ``"requires"`` in the ``"book"`` entry of its metadata."""
+        ``"requires"`` in the ``"book"`` entry of its metadata. A malformed one raises ``ValueError``."""
         if self.is_notebook:
             return self._notebook_requires()
-        source = self.source()
-        known = _REQUIRES.get(self.path)
-        if known is None or known[0] != source:
-            try:
-                found: list[str] | str = self._script_requires(source)
-            except ValueError as exc:
-                found = str(exc)
-            known = _REQUIRES[self.path] = (source, found)
-        if isinstance(known[1], str):
-            raise ValueError(known[1])
-        return list(known[1])
+        return list(self.declared().requires)
 
-    def _script_requires(self, source: bytes) -> list[str]:
-        try:
-            tree = ast.parse(source, filename=str(self.path))
-        except SyntaxError:
-            return []  # reported when the snippet runs
-        for node in tree.body:
-            if isinstance(node, ast.Assign):
-                targets, value_node = node.targets, node.value
-            elif isinstance(node, ast.AnnAssign):  # REQUIRES: list[str] = [...]
-                targets, value_node = [node.target], node.value
-            else:
-                continue
-            if not any(isinstance(t, ast.Name) and t.id == "REQUIRES" for t in targets):
-                continue
-            try:
-                value = ast.literal_eval(value_node) if value_node is not None else None
-            except ValueError:
-                value = None
-            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
-                raise ValueError(f"{self.path}:{node.lineno}: REQUIRES must be a literal list of snippet ids, "
-                                 'e.g. REQUIRES = ["lecture07/s11_train"]')
-            return list(value)
-        return []
+    def declared(self, source: bytes | None = None) -> Declared:
+        """The snippet's top-level declarations (of ``source``, its bytes if already read); raises ``ValueError``
+        naming file and line when one is not a literal of its kind. A notebook page declares only its
+        ``requires`` (in its metadata)."""
+        if self.is_notebook:
+            return Declared(tuple(self._notebook_requires()))
+        raw = self.path.read_bytes() if source is None else source
+        found = _DECLARED.get(self.path, raw, lambda: _read_declarations(self.path, raw))
+        if found.error:
+            raise ValueError(found.error)
+        return found
+
+    def timeout(self, default: float, source: bytes | None = None) -> float:
+        """Seconds this snippet may run: ``TIMEOUT_SECONDS`` if it declares it; else 10 × ``BUDGET_SECONDS``;
+        else ``default`` (the build's). The one place a snippet's deadline is decided (see :class:`.types.Task`)."""
+        found = self.declared(source)
+        if found.timeout is not None:
+            return found.timeout
+        if found.budget is not None:
+            return TIMEOUT_PER_BUDGET * found.budget
+        return default
 
     def _notebook_requires(self) -> list[str]:
         try:
@@ -89,6 +93,42 @@ class Snippet:
             raise ValueError(f'{self.path}: metadata "book" → "requires" must be a list of snippet ids, '
                              'e.g. ["chapter20/p08_train"]')
         return list(value)
+
+
+_EXAMPLES = {"REQUIRES": 'REQUIRES = ["lecture07/s11_train"]', "TIMEOUT_SECONDS": "TIMEOUT_SECONDS = 600",
+             "BUDGET_SECONDS": "BUDGET_SECONDS = 60"}
+
+
+def _read_declarations(path: Path, source: bytes) -> Declared:
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except (SyntaxError, ValueError):
+        return Declared()  # reported when the snippet runs
+    values: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value_node = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign):  # REQUIRES: list[str] = [...]
+            targets, value_node = [node.target], node.value
+        else:
+            continue
+        for name in (t.id for t in targets if isinstance(t, ast.Name) and t.id in _EXAMPLES):
+            try:
+                value = ast.literal_eval(value_node) if value_node is not None else None
+            except ValueError:
+                value = None
+            if name == "REQUIRES":
+                ok = isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value)
+                what = "a literal list of snippet ids"
+            else:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+                what = "a positive number (a literal)"
+            if not ok:
+                return Declared(error=f"{path}:{node.lineno}: {name} must be {what}, e.g. {_EXAMPLES[name]}")
+            values[name] = value
+    timeout, budget = values.get("TIMEOUT_SECONDS"), values.get("BUDGET_SECONDS")
+    return Declared(tuple(values.get("REQUIRES", ())),  # type: ignore[arg-type]
+                    None if timeout is None else float(timeout), None if budget is None else float(budget))  # type: ignore[arg-type]
 
 
 def discover(snippets_dir: Path, notebooks_dir: Path | None = None) -> dict[str, Snippet]:

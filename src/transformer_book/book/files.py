@@ -21,6 +21,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from transformer_book.book.memo import Memo, file_version
+
 ENGINE_DIR = Path(__file__).resolve().parent  # the whole engine: transformer_book/book/
 CODE = "code:"  # the prefix of a code digest
 
@@ -95,10 +97,11 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 class FileHasher:
-    """Hashes files, remembering results by (path, size, mtime) so that a warm build rereads nothing."""
+    """Hashes files, remembering each digest by the file's version (:func:`.memo.file_version`: mtime and size),
+    so that a warm build rereads nothing."""
 
     def __init__(self) -> None:
-        self._memo: dict[tuple[str, bool], tuple[int, int, str]] = {}
+        self._digests: Memo[str] = Memo("file digests")
 
     def __call__(self, path: Path) -> str | None:
         """sha256 of the file's bytes; None if it cannot be read."""
@@ -110,18 +113,15 @@ class FileHasher:
         return self._hash(path, code=recorded.startswith(CODE))
 
     def _hash(self, path: Path, *, code: bool) -> str | None:
-        try:
-            st = path.stat()
-        except OSError:
+        version = file_version(path)
+        if version is None:
             return None
-        key = (str(path), code)
-        hit = self._memo.get(key)
-        if hit and hit[0] == st.st_size and hit[1] == st.st_mtime_ns:
-            return hit[2]
-        try:
+
+        def digest() -> str:
             data = path.read_bytes()
+            return dependency_digest(path, data) if code else sha256_bytes(data)
+
+        try:
+            return self._digests.get((str(path), code), version, digest)
         except OSError:
             return None
-        digest = dependency_digest(path, data) if code else sha256_bytes(data)
-        self._memo[key] = (st.st_size, st.st_mtime_ns, digest)
-        return digest

@@ -9,102 +9,30 @@ first.
 
 from __future__ import annotations
 
-import graphlib
 import heapq
-import threading
 import json
 import os
+import threading
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 from transformer_book.book.checking import drift, records
-from transformer_book.book.storage.cache import Entry, cache_key, open_cache
-from transformer_book.book.discover import Snippet, discover
 from transformer_book.book.checking.drift import Change
+from transformer_book.book.discover import Declared, Snippet, discover
 from transformer_book.book.files import FileHasher, atomic_write_text
-from transformer_book.book.results import Result
+from transformer_book.book.graph import closure, critical_paths, snippet_graph
+from transformer_book.book.memo import Memo, file_version
+from transformer_book.book.state import BuildState, Options, SnippetState
+from transformer_book.book.storage.cache import Entry, cache_key, open_cache
 from transformer_book.book.types import Outcome, SnippetError, Task
-
-
-def dependency_levels(requires: dict[str, list[str]]) -> list[list[str]]:
-    """Snippets grouped so that each group needs only earlier groups (``REQUIRES``); a cycle is an error
-    naming it. (Requirements that are not snippets are left to the build, which names them.)"""
-    graph = snippet_graph(requires, set(requires))
-    levels = []
-    while graph.is_active():
-        ready = sorted(graph.get_ready())
-        levels.append(ready)
-        graph.done(*ready)
-    return levels
-
-
-def snippet_graph(requires: dict[str, list[str]], selected: set[str]) -> graphlib.TopologicalSorter:
-    """The graph of the selected snippets (an edge per ``REQUIRES`` inside the selection), prepared: a cycle
-    raises ``ValueError`` naming it."""
-    graph = graphlib.TopologicalSorter({sid: [r for r in requires[sid] if r in selected] for sid in selected})
-    try:
-        graph.prepare()
-    except graphlib.CycleError as exc:
-        raise ValueError("REQUIRES forms a cycle: " + " → ".join(reversed(exc.args[1]))) from None
-    return graph
-
-
-def closure(wanted: set[str], requires: dict[str, list[str]]) -> set[str]:
-    """``wanted`` plus everything it requires, transitively."""
-    out, todo = set(), list(wanted)
-    while todo:
-        sid = todo.pop()
-        if sid not in out:
-            out.add(sid)
-            todo.extend(r for r in requires.get(sid, []) if r in requires)
-    return out
-
-
-def critical_paths(requires: dict[str, list[str]], expected: dict[str, float]) -> dict[str, float]:
-    """For each snippet: its expected seconds plus the longest chain of snippets that wait for it."""
-    dependents: dict[str, list[str]] = {sid: [] for sid in requires}
-    for sid, reqs in requires.items():
-        for r in reqs:
-            if r in dependents:
-                dependents[r].append(sid)
-    memo: dict[str, float] = {}
-
-    def path(sid: str) -> float:
-        if sid not in memo:
-            memo[sid] = expected.get(sid, 1.0) + max((path(d) for d in dependents[sid]), default=0.0)
-        return memo[sid]
-
-    return {sid: path(sid) for sid in requires}
 
 
 def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
-
-
-@dataclass
-class SnippetState:
-    snippet: Snippet
-    status: str  # "cached" | "ran" | "error" | "skipped" | "pending" (not computed yet: execute_missing=False)
-    seconds: float = 0.0
-    results: dict[str, Result] = field(default_factory=dict)
-    error: SnippetError | None = None
-    budget: float | None = None
-    key: str = ""  # the cache key it was looked up under ("" when not known yet: a requirement is pending)
-
-
-@dataclass
-class BuildState:
-    snippets: dict[str, SnippetState]
-    drift: list[Change] = field(default_factory=list)
-    missing_records: list[str] = field(default_factory=list)  # snippets with no record file
-    new_records: list[str] = field(default_factory=list)  # records written because they were missing
-    orphan_records: list[Path] = field(default_factory=list)  # record files no snippet produces
-    record_errors: list[str] = field(default_factory=list)
-    uncalibrated: dict[str, list[str]] = field(default_factory=dict)  # snippet -> trained series
-    entries: dict[str, Entry] = field(default_factory=dict)  # snippet -> its cache entry (cached or stored)
 
 
 @dataclass(frozen=True)
@@ -114,28 +42,6 @@ class _Verdict:
     problems: list[str]
     drift: list[Change]
     uncalibrated: list[str]
-
-
-def _file_state(path: Path) -> tuple[int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return st.st_mtime_ns, st.st_size
-
-
-@dataclass
-class Options:
-    execute: bool = True  # False: a plain build, nothing runs, pages show placeholders
-    fresh: bool = False  # ignore cached results (still refresh the cache)
-    fresh_only: tuple[str, ...] = ()  # with fresh: only these snippets; what they require may come from the cache
-    ci: bool = False  # fresh, and every result must have a record and every record a snippet
-    workers: int = 0  # 0: one per BOOK_THREADS cores (environment.default_workers)
-    write_missing_records: bool = True  # outside CI, a new snippet's first results become its record
-    select: tuple[str, ...] = ()  # glob patterns (e.g. "lecture07/*"): run only these, skip the rest
-    executor: str = "local"  # or "dask://host:port": run snippets on a Dask cluster (:mod:`.dask_executor`)
-    # seconds after which a snippet that declares neither TIMEOUT_SECONDS nor BUDGET_SECONDS is stopped
-    timeout: float = 1800.0
 
 
 class Executor(Protocol):
@@ -148,6 +54,20 @@ class Executor(Protocol):
 Progress = Callable[[str, SnippetState], None]
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """What one build is to settle: the snippets found, what each declares (an unreadable declaration is that
+    snippet's error), and the selection (what was asked for, with everything it requires)."""
+
+    found: dict[str, Snippet]
+    declared: dict[str, Declared]
+    bad: dict[str, str]  # snippet -> why its declarations cannot be read
+    selected: set[str]
+
+    def requires(self, sid: str) -> list[str]:
+        return list(self.declared[sid].requires)
+
+
 class _Run:
     """One build's schedule. ``graphlib.TopologicalSorter`` hands out each snippet once everything it requires is
     settled; a handed-out snippet is answered from the cache, marked pending or failed at once, or queued — the
@@ -155,13 +75,11 @@ class _Run:
     ``BOOK_ORDER=reverse`` perturbation). A snippet is done in the graph when it is settled, so what waits for it
     is handed out next."""
 
-    def __init__(self, session: BookSession, found: dict[str, Snippet], requires: dict[str, list[str]],
-                 bad_requires: dict[str, str], selected: set[str], options: Options, progress: Progress | None,
+    def __init__(self, session: BookSession, plan: _Plan, options: Options, progress: Progress | None,
                  execute_missing: bool) -> None:
-        self.session, self.found, self.requires, self.bad_requires = session, found, requires, bad_requires
-        self.options, self.progress, self.execute_missing = options, progress, execute_missing
-        self.selected = selected
-        self.graph = snippet_graph(requires, selected)
+        self.session, self.plan, self.options = session, plan, options
+        self.progress, self.execute_missing = progress, execute_missing
+        self.graph = snippet_graph({sid: plan.requires(sid) for sid in plan.found}, plan.selected)
         self.states: dict[str, SnippetState] = {}
         self.entries: dict[str, Entry] = {}
         self.keys: dict[str, str] = {}
@@ -176,8 +94,8 @@ class _Run:
         """Each selected snippet's critical path, worked out when the first snippet is queued: a build that
         runs nothing (``serve`` rebuilding after a save of prose) does not read 53 records for it."""
         if self._priority is None:
-            self._priority = critical_paths({s: self.requires[s] for s in self.selected},
-                                            self.session.expected_times(self.found))
+            self._priority = critical_paths({s: self.plan.requires(s) for s in self.plan.selected},
+                                            self.session.expected_times(self.plan.found))
         return self._priority
 
     def settle(self, sid: str, state: SnippetState) -> None:
@@ -187,7 +105,7 @@ class _Run:
         self.graph.done(sid)
 
     def fail(self, sid: str, msg: str) -> None:
-        snip = self.found[sid]
+        snip = self.plan.found[sid]
         self.settle(sid, SnippetState(snip, "error", error=SnippetError(msg, _rel(snip.path, self.session.project_root),
                                                                         0, msg)))
 
@@ -198,11 +116,11 @@ class _Run:
                 self.look_up(sid)
 
     def look_up(self, sid: str) -> None:
-        snip, reqs = self.found[sid], self.requires[sid]
+        snip, reqs = self.plan.found[sid], self.plan.requires(sid)
         states = self.states
-        unknown = [r for r in reqs if r not in self.found]
-        if sid in self.bad_requires:
-            self.fail(sid, self.bad_requires[sid])
+        unknown = [r for r in reqs if r not in self.plan.found]
+        if sid in self.plan.bad:
+            self.fail(sid, self.plan.bad[sid])
         elif unknown:
             self.fail(sid, f"REQUIRES names no snippet: {', '.join(unknown)}")
         elif any(states[r].status == "error" for r in reqs):
@@ -221,78 +139,104 @@ class _Run:
             elif not self.execute_missing:
                 self.settle(sid, SnippetState(snip, "pending", key=key))
             else:
+                try:
+                    timeout = snip.timeout(options.timeout, source)  # the bytes that will run, as the key
+                except ValueError as exc:  # saved since the plan read it
+                    self.fail(sid, str(exc))
+                    return
                 cache = self.session.cache
                 provided = tuple((r, name, file) for r in reqs for name, file in cache.artifact_files(self.entries[r]).items())
                 task = Task(sid, str(snip.path), str(self.session.project_root), str(cache.blob_dir(sid)), provided,
-                            source=source, timeout=options.timeout)
+                            source=source, timeout=timeout)
                 rank = self.priority.get(sid, 1.0)
                 heapq.heappush(self.queue, (rank if self.reverse else -rank, sid, task))
 
-    def collect(self, sid: str, out: Outcome) -> None:
-        snip, key = self.found[sid], self.keys[sid]
+    def collect(self, sid: str, task: Task, out: Outcome) -> None:
+        snip, key = self.plan.found[sid], self.keys[sid]
+        budget = snip.declared(task.source).budget
         if out.error is not None:
-            self.settle(sid, SnippetState(snip, "error", out.seconds, {}, out.error, out.budget, key))
+            self.settle(sid, SnippetState(snip, "error", out.seconds, {}, out.error, budget, key))
             return
-        entry = Entry(key, sid, out.deps, out.results, out.seconds, out.budget, out.artifacts, out.measured_on)
+        entry = Entry(key, sid, out.deps, out.results, out.seconds, budget, out.artifacts, out.measured_on)
         self.session.cache.store(entry)
         self.entries[sid] = entry
-        self.settle(sid, SnippetState(snip, "ran", out.seconds, out.results, None, out.budget, key))
+        self.settle(sid, SnippetState(snip, "ran", out.seconds, out.results, None, budget, key))
 
-    def go(self) -> None:
-        session, stopping = self.session, self.session.stopping
-        if not session.live:
-            stopping.clear()  # stop() ends the builds that were running then, not the next one
-        executor: Executor | None = None
+    @contextmanager
+    def _executor(self) -> Iterator[Callable[[], Executor]]:
+        """The build's executor, made when the first task is queued and kept in the session's live list while
+        it works; at the end closed (a finished build) or aborted (an error, Ctrl-C, :meth:`BookSession.stop`:
+        no snippet process is left running)."""
+        made: list[Executor] = []
+
+        def executor() -> Executor:
+            if not made:
+                made.append(self.session.executor_for(self.options))
+                self.session.live.add(made[0])
+            return made[0]
+
         completed = False
         try:
+            yield executor
+            completed = not self.session.stopping.is_set()
+        finally:
+            for ex in made:
+                self.session.live.discard(ex)
+                ex.close() if completed else ex.abort()
+
+    def go(self) -> None:
+        stopping = self.session.stopping
+        if not self.session.live:
+            stopping.clear()  # stop() ends the builds that were running then, not the next one
+        with self._executor() as executor:
             self.release()
             while (self.queue or self.running) and not stopping.is_set():
-                if self.queue and executor is None:
-                    executor = session.executor_for(self.options)
-                    session.live.add(executor)
-                while self.queue and len(self.running) < getattr(executor, "workers", 1):
+                while self.queue and len(self.running) < getattr(executor(), "workers", 1):
                     _, sid, task = heapq.heappop(self.queue)
-                    self.running[executor.submit(task)] = (sid, task)
+                    self.running[executor().submit(task)] = (sid, task)
                 done, _ = wait(list(self.running), return_when=FIRST_COMPLETED)
                 if stopping.is_set():
                     break  # what ended now was killed by stop(): reported as interrupted below
                 for fut in done:
                     sid, task = self.running.pop(fut)
-                    self.collect(sid, executor.outcome(task, fut))
+                    self.collect(sid, task, executor().outcome(task, fut))
                 self.release()
-            completed = not stopping.is_set()
-        finally:
-            if executor is not None:
-                session.live.discard(executor)
-                # a failed or interrupted build (Ctrl-C, an error, :meth:`stop`) leaves no snippet process running
-                executor.close() if completed else executor.abort()
+        self._fail_unfinished()
+
+    def _fail_unfinished(self) -> None:
+        """An interrupted build: what ran, what was queued and what waited for them, each failed saying so."""
         for sid, _task in self.running.values():
             self.fail(sid, "stopped: the build was interrupted while it ran")
         for _, sid, _task in self.queue:
             self.fail(sid, "stopped: the build was interrupted before it ran")
-        for sid in sorted(self.selected - set(self.states)):  # waiting for one of those
-            self.states[sid] = SnippetState(self.found[sid], "error", error=SnippetError(
-                "required snippet(s) were not run", _rel(self.found[sid].path, session.project_root), 0,
+        for sid in sorted(self.plan.selected - set(self.states)):  # waiting for one of those
+            snip = self.plan.found[sid]
+            self.states[sid] = SnippetState(snip, "error", error=SnippetError(
+                "required snippet(s) were not run", _rel(snip.path, self.session.project_root), 0,
                 "required snippet(s) were not run"))
 
 
 class BookSession:
-    """Holds what survives between builds of one ``mkdocs serve``: file hashes and the cache."""
+    """Holds what survives between builds of one ``mkdocs serve``: file hashes, the cache, and the verdicts of the
+    records. ``options`` are the settings it was opened with (:func:`.site.config.open_session`: the plugin's, with
+    their environment overrides); a build or a command starts from them."""
 
     def __init__(self, project_root: Path, snippets_dir: Path, cache_dir: Path | str, report_dir: Path,
-                 notebooks_dir: Path | None = None, executor_factory: Callable[[int], Executor] | None = None) -> None:
+                 notebooks_dir: Path | None = None, executor_factory: Callable[[int], Executor] | None = None,
+                 options: Options | None = None) -> None:
         self.project_root = project_root
         self.snippets_dir = snippets_dir
         self.notebooks_dir = notebooks_dir  # docs/: notebook pages are executed like snippets
         self.report_dir = report_dir
+        self.options = options or Options()
         self.hasher = FileHasher()
         self.cache = open_cache(cache_dir, project_root, self.hasher)  # a folder, or a URL (:mod:`.store`)
         self.executor_factory = executor_factory
         self.live: set[Executor] = set()  # executors of the builds running now (the background one, too)
         self.stopping = threading.Event()
-        # snippet -> ((entry key, record file's (mtime, size)), what checking that record found): ``serve``
-        # rebuilds after every save of prose, and comparing 53 unchanged records again took a tenth of a second
-        self._verdicts: dict[str, tuple[tuple[str, tuple[int, int] | None], _Verdict]] = {}
+        # What checking a snippet's record found, by (entry key, record file version): ``serve`` rebuilds after
+        # every save of prose, and comparing 53 unchanged records again took a tenth of a second.
+        self._verdicts: Memo[_Verdict | None] = Memo("record verdicts")
 
     def discover(self) -> dict[str, Snippet]:
         return discover(self.snippets_dir, self.notebooks_dir)
@@ -340,14 +284,26 @@ class BookSession:
         ``execute_missing=False`` executes nothing: what the cache cannot answer is reported as ``"pending"``
         (with the key it needs, when that is known) — ``mkdocs serve`` renders those pages at once and lets a
         background build fill them in (:mod:`.site.background`)."""
+        plan = self._plan(options, only)
+        run = _Run(self, plan, options, progress, execute_missing)
+        if only is None:
+            for sid in set(plan.found) - plan.selected:
+                run.states[sid] = SnippetState(plan.found[sid], "skipped")
+        run.go()
+        state = BuildState(dict(sorted(run.states.items())), entries=run.entries)
+        self._check_records(state, options, complete=only is None and not options.select)
+        return state
+
+    def _plan(self, options: Options, only: list[str] | None) -> _Plan:
         found = self.discover()
-        requires: dict[str, list[str]] = {}
-        bad_requires: dict[str, str] = {}
+        declared: dict[str, Declared] = {}
+        bad: dict[str, str] = {}
         for sid, snip in found.items():
             try:
-                requires[sid] = snip.requires()
+                declared[sid] = snip.declared()
             except ValueError as exc:  # that snippet's error, not the whole build's
-                requires[sid], bad_requires[sid] = [], str(exc)
+                declared[sid], bad[sid] = Declared(), str(exc)
+        requires = {sid: list(d.requires) for sid, d in declared.items()}
         snippet_graph(requires, set(requires))  # a cycle anywhere is an error, even outside the selection
         if only is not None:
             unknown = [s for s in only if s not in found]
@@ -356,41 +312,23 @@ class BookSession:
         wanted = set(found) if only is None else set(only)
         if options.select:
             wanted = {sid for sid in wanted if any(fnmatch(sid, p) for p in options.select)}
-        selected = closure(wanted, requires) if options.execute else set()
-        run = _Run(self, found, requires, bad_requires, selected, options, progress, execute_missing)
-        if only is None:
-            for sid in set(found) - selected:
-                run.states[sid] = SnippetState(found[sid], "skipped")
-        run.go()
-        state = BuildState(dict(sorted(run.states.items())), entries=run.entries)
-        self._check_records(state, options, complete=only is None and not options.select)
-        return state
+        return _Plan(found, declared, bad, closure(wanted, requires) if options.execute else set())
 
     def _check_records(self, state: BuildState, options: Options, complete: bool) -> None:
         for sid, st in state.snippets.items():
             if st.status not in ("cached", "ran"):
                 continue
-            entry = state.entries.get(sid)
-            seen = _file_state(st.snippet.record_path)
-            known = self._verdicts.get(sid)
-            if st.status == "cached" and entry is not None and known is not None and known[0] == (entry.key, seen):
-                verdict = known[1]  # the same cached results against the same record file: the same answer
-            else:
-                try:
-                    rec = records.load(st.snippet.record_path)
-                except ValueError as exc:
-                    state.record_errors.append(str(exc))
-                    continue
-                if rec is None:
-                    state.missing_records.append(sid)
-                    if options.write_missing_records and not options.ci:
-                        records.save(st.snippet.record_path, records.build_record(sid, st.results, st.seconds))
-                        state.new_records.append(sid)
-                    continue
-                verdict = _Verdict(records.problems(st.snippet.record_path, rec), drift.compare(sid, rec, st.results),
-                                   drift.uncalibrated(rec, st.results))
-                if entry is not None:
-                    self._verdicts[sid] = ((entry.key, seen), verdict)
+            try:
+                verdict = self._verdict(sid, st, state.entries.get(sid))
+            except ValueError as exc:
+                state.record_errors.append(str(exc))
+                continue
+            if verdict is None:
+                state.missing_records.append(sid)
+                if options.write_missing_records and not options.ci:
+                    records.save(st.snippet.record_path, records.build_record(sid, st.results, st.seconds))
+                    state.new_records.append(sid)
+                continue
             state.record_errors.extend(verdict.problems)
             state.drift.extend(verdict.drift)
             if verdict.uncalibrated:
@@ -401,6 +339,24 @@ class BookSession:
                 if path.resolve() not in known:
                     state.orphan_records.append(path)
 
+    def _verdict(self, sid: str, st: SnippetState, entry: Entry | None) -> _Verdict | None:
+        """What checking the snippet's results against its record finds (None: it has no record). The same cached
+        entry against the same record file gives the same answer; results that ran now are checked anew."""
+        path = st.snippet.record_path
+
+        def check() -> _Verdict | None:
+            rec = records.load(path)
+            if rec is None:
+                return None
+            return _Verdict(records.problems(path, rec), drift.compare(sid, rec, st.results),
+                            drift.uncalibrated(rec, st.results))
+
+        if entry is None:
+            return check()
+        if st.status == "ran":
+            self._verdicts.forget(sid)
+        return self._verdicts.get(sid, (entry.key, file_version(path)), check)
+
     def accept(self, only: list[str] | None, workers: int = 0, keep_requirements: bool = False,
                keys: dict[str, set[str]] | None = None) -> tuple[BuildState, dict[str, list[Change]]]:
         """Re-execute (fresh) and rewrite records; returns the changes per snippet (old → new).
@@ -409,7 +365,7 @@ class BookSession:
         only these results; the record keeps every other result as it was (and their drift stays)."""
         keys = keys or {}
         fresh_only = tuple(only) if keep_requirements and only else ()
-        state = self.build(Options(fresh=True, fresh_only=fresh_only, workers=workers, write_missing_records=False), only)
+        state = self.build(self.command_options(fresh=True, fresh_only=fresh_only, workers=workers), only)
         diffs: dict[str, list[Change]] = {}
         for sid, st in state.snippets.items():
             if st.status != "ran":
@@ -435,13 +391,20 @@ class BookSession:
                 path.unlink()
         return state, diffs
 
+    def command_options(self, workers: int = 0, **changes: Any) -> Options:
+        """The session's options for a command that names its snippets itself (``accept``, ``run``, ``results`` …):
+        executed whatever ``BOOK_EXECUTE`` says, not CI (records are the command's to write), no ``BOOK_ONLY``
+        selection, no new record written on the side; the executor, workers and timeout stay the session's."""
+        return self.options.replace(execute=True, ci=False, select=(), write_missing_records=False,
+                                    workers=workers or self.options.workers, **changes)
+
     def requirements(self, sid: str) -> tuple[tuple[str, str, str], ...]:
         """Cache (or run) what ``sid`` requires; return the (snippet, artifact, file) triples for its Task."""
         snip = self.discover()[sid]
         required = snip.requires()
         if not required:
             return ()
-        state = self.build(Options(), only=required)
+        state = self.build(self.command_options(), only=required)
         failed = [r for r in required if state.snippets[r].status not in ("cached", "ran")]
         if failed:
             raise RuntimeError(f"{sid} requires {', '.join(failed)}, which failed")

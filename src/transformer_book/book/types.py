@@ -36,7 +36,6 @@ class Outcome:
     deps: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     error: SnippetError | None = None
-    budget: float | None = None
     measured_on: str = ""  # the machine that ran it and the day: "AMD EPYC，2 核，Linux-x86_64，2026-12-03"
 
 
@@ -50,4 +49,15 @@ class Task:
     # The bytes the cache key was computed from: these are what runs, whatever the file holds by then.
     # Empty: read the file (``python -m transformer_book run`` on a file being written).
     source: bytes = b""
-    timeout: float = 0.0  # seconds, when the snippet declares neither TIMEOUT_SECONDS nor BUDGET_SECONDS; 0: none
+    # Seconds the snippet may run: its declared timeout (:meth:`.discover.Snippet.timeout`); 0: none. The one
+    # deadline: the snippet process stops its own code by SIGALRM at ``timeout`` (:mod:`.worker`), and whoever
+    # owns that process kills it at ``kill_after`` (:mod:`.pool` here, :mod:`.dask_worker` on a cluster).
+    timeout: float = 0.0
+
+    @property
+    def kill_after(self) -> float | None:
+        """Seconds after its start at which the snippet's process is killed if it still runs (None: never)."""
+        return self.timeout + KILL_GRACE if self.timeout > 0 else None
+
+
+KILL_GRACE = 5.0  # seconds past its timeout before a snippet process that did not stop is killed

@@ -46,7 +46,8 @@ from typing import Any
 from transformer_book.book.checking import records
 from transformer_book.book.environment import default_workers, machine
 from transformer_book.book.results import DEFAULT_ABS, DEFAULT_TOLERANCE, EXACT, NOT_COMPARED, TRAINED, Claim, Number, Tolerance, from_data
-from transformer_book.book.session import BookSession, closure
+from transformer_book.book.discover import Snippet
+from transformer_book.book.graph import closure
 
 FACTOR = records.CALIBRATION_FACTOR
 JITTER_RUNS = 5  # with the three platform paths: an ensemble of 8 runs
@@ -338,9 +339,10 @@ def _claim_entry(c: ClaimSpread, runs: int) -> dict[str, Any]:
     return {"robust": c.robust, "atoms": atoms}
 
 
-def calibrate(session: BookSession, only: list[str] | None, workers: int = 0,
+def calibrate(project_root: Path, found: dict[str, Snippet], only: list[str] | None, workers: int = 0,
               chosen: list[Perturbation] | None = None, log: Any = print, fresh: bool = False) -> list[SnippetCalibration]:
-    found = session.discover()
+    """Rerun ``only`` (default: every snippet of ``found``) and what they require under each perturbation, and
+    write each record's calibration; returns what was measured per snippet."""
     targets = list(found) if not only else only
     unknown = [s for s in targets if s not in found]
     if unknown:
@@ -351,7 +353,7 @@ def calibrate(session: BookSession, only: list[str] | None, workers: int = 0,
     runs = {}
     for p in used:
         log(f"calibrate: {p.name} ({p.description}): running {len(run_ids)} snippet(s) …")
-        runs[p.name] = run_perturbed(session.project_root, run_ids, p, workers, fresh)
+        runs[p.name] = run_perturbed(project_root, run_ids, p, workers, fresh)
     command = "python -m transformer_book calibrate" + ("" if not only else " " + " ".join(only))
     out = []
     for sid in targets:

@@ -27,13 +27,14 @@ from typing import Any
 from transformer_book.book.checking import record_schema
 from transformer_book.book.environment import SEED, machine, numerical_settings, threads, versions
 from transformer_book.book.files import atomic_write_text
+from transformer_book.book.memo import Memo, file_version
 from transformer_book.book.results import DEFAULT_ABS, DEFAULT_REL, TRAINED, Artifact, Result, Tolerance
 
 FORMAT = 2
 CALIBRATION_FACTOR = 3.0  # a calibrated tolerance is this many times the observed spread
 
 
-_LOADED: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}  # path -> ((mtime_ns, size), validated record)
+_LOADED: Memo[dict[str, Any]] = Memo("records read")  # record file → its validated contents, by file version
 
 
 def load(path: Path) -> dict[str, Any] | None:
@@ -48,17 +49,17 @@ def load(path: Path) -> dict[str, Any] | None:
 def read(path: Path) -> dict[str, Any] | None:
     """Like :func:`load`, but the one validated record every reader shares — to look at, never to change (the
     pages ask for every record on every rebuild under ``serve``, and copying them all took a tenth of a second)."""
+    version = file_version(path)
+    if version is None:
+        return None
     try:
-        stat = path.stat()
+        return _LOADED.get(path, version, lambda: _parse(path))
     except FileNotFoundError:
         return None
-    seen = _LOADED.get(path)
-    if seen is not None and seen[0] == (stat.st_mtime_ns, stat.st_size):
-        return seen[1]
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+
+
+def _parse(path: Path) -> dict[str, Any]:
+    text = path.read_text(encoding="utf-8")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -68,7 +69,6 @@ def read(path: Path) -> dict[str, Any] | None:
     if data.get("format") != FORMAT:
         raise ValueError(f"{path}: record format {data.get('format')!r}, expected {FORMAT} (rewrite it with accept)")
     record_schema.validate(path, data)  # the shape drift and render read, checked here, naming file and key
-    _LOADED[path] = ((stat.st_mtime_ns, stat.st_size), data)
     return data
 
 

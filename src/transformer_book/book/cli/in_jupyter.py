@@ -85,11 +85,10 @@ def built(snippets: Iterable[str], retrain: bool = False) -> dict[str, dict[str,
     e.g. to train the models yourself). Their trained models become available to :func:`artifact` calls of
     the snippets that come after."""
     from transformer_book.book.cli.project import open_session
-    from transformer_book.book.session import Options
 
     wanted = list(snippets)
     session = open_session(_root())
-    state = session.build(Options(fresh=retrain, write_missing_records=False), only=wanted)
+    state = session.build(session.command_options(fresh=retrain), only=wanted)
     failed = [f"{sid}: {st.error.message if st.error else st.status}"
               for sid, st in state.snippets.items() if st.status not in ("cached", "ran")]
     if failed:

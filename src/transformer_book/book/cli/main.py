@@ -46,7 +46,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     import tempfile
 
     with tempfile.TemporaryDirectory() as blobs:
-        task = Task(sid, str(found[sid].path), str(session.project_root), blobs, requires)
+        task = Task(sid, str(found[sid].path), str(session.project_root), blobs, requires,
+                    timeout=found[sid].timeout(session.options.timeout))
         out = run_snippet(task, capture=False)
     if out.error is not None:
         print(out.error.traceback, file=sys.stderr)
@@ -58,7 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
-    from transformer_book.book.checking import report
+    from transformer_book.book.site import report
 
     session = open_session()
     named = _normalise(args.snippets)
@@ -121,19 +122,18 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         if unknown:
             raise SystemExit(f"unknown perturbation(s): {', '.join(sorted(unknown))}; the ensemble is "
                              + ", ".join(p.name for p in ensemble))
-    cals = calibrate(session, _normalise(args.snippets) or None, workers=args.workers, chosen=chosen,
-                     fresh=args.fresh)
+    cals = calibrate(session.project_root, session.discover(), _normalise(args.snippets) or None,
+                     workers=args.workers, chosen=chosen, fresh=args.fresh)
     print(summary(cals))
     return 1 if any(c.errors or c.exact_moved or c.flipped_claims for c in cals) else 0
 
 
 def cmd_results(args: argparse.Namespace) -> int:
     from transformer_book.book.results import Artifact
-    from transformer_book.book.session import Options
 
     session = open_session()
     only = _normalise(args.snippets) or None
-    state = session.build(Options(fresh=args.fresh, workers=args.workers, write_missing_records=False), only)
+    state = session.build(session.command_options(fresh=args.fresh, workers=args.workers), only)
     payload = {
         "results": {
             sid: {k: r.to_data() for k, r in st.results.items() if not isinstance(r, Artifact)}
@@ -147,7 +147,7 @@ def cmd_results(args: argparse.Namespace) -> int:
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    from transformer_book.book.checking.claim_index import as_markdown, as_text, index
+    from transformer_book.book.rendering.claim_index import as_markdown, as_text, index
 
     session = open_session()
     found = session.discover()

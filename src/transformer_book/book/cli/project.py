@@ -1,17 +1,16 @@
-"""The book's project: its root folder and the one way to open a build session on it.
+"""The book's project for the command line: its root folder, its settings, and a session opened from them.
 
-Both the MkDocs plugin and the command line read the same settings (``plugins: - book:`` in ``mkdocs.yml``),
-so a snippet run by hand uses the same snippets folder and cache as the build.
+The command line reads ``mkdocs.yml`` with MkDocs' own loader and opens its session where the plugin opens its
+own (:func:`.site.config.open_session`), so a snippet run by hand uses the same snippets folder, cache, executor
+and timeout as the build.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 from transformer_book.book.session import BookSession
-from transformer_book.book.storage.store import cache_location
 
 
 def find_root(start: Path | None = None) -> Path:
@@ -39,12 +38,10 @@ def mkdocs_settings(root: Path) -> tuple[Path, Any]:
 
 
 def open_session(root: Path | None = None) -> BookSession:
+    """A session on the project at ``root`` (default: the one around the working directory), opened as the
+    plugin opens it (:func:`.site.config.open_session`): ``BOOK_EXECUTOR``, ``BOOK_CACHE_DIR`` … included."""
+    from transformer_book.book.site.config import open_session as open_with
+
     root = root or find_root()
     docs_dir, book = mkdocs_settings(root)
-    return BookSession(
-        root,
-        root / book.snippets_dir,
-        cache_location(os.environ.get("BOOK_CACHE_DIR") or book.cache_dir, root),
-        root / book.report_dir,
-        docs_dir,
-    )
+    return open_with(book, root, docs_dir)

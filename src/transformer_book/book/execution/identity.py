@@ -3,13 +3,13 @@
 A cache key hashes the versions of Python, torch, numpy, matplotlib and the engine (:mod:`.environment`) and
 the sources a snippet runs (its own, and the project modules it imports). A result computed on another machine
 is this build's result only if all of these are the same there. So before a cluster worker runs a snippet
-(:mod:`.dask_executor`) it computes its own identity, compares it with the build's, and refuses with the list
+(:mod:`.dask_worker`) it computes its own identity, compares it with the build's, and refuses with the list
 of what differs — ``version torch: build 2.13.0, worker 2.12.0``, ``source src/x.py: build 3f2a…, worker absent``.
 
 The sources are every ``*.py`` file of the project outside hidden folders (``.venv``, ``.git``, the cache),
 ``__pycache__`` and installed packages — the snippets, their helpers, the book's library — and the engine's
 own modules. (Numerical settings such as ``BOOK_THREADS`` are not compared: the build hands its own to every
-task, see :mod:`.fresh_process`.)
+task, see :mod:`.dask_worker`.)
 """
 
 from __future__ import annotations

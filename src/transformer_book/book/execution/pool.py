@@ -1,5 +1,5 @@
 """Snippet processes on this machine: a forkserver with the heavy libraries loaded, and one process per task,
-owned by the executor.
+owned by the executor (this file runs in the build's process; the snippet process runs :mod:`.worker`).
 
 Processes come from a *forkserver* that has already imported torch, numpy, matplotlib (and whatever the
 plugin's ``preload`` option adds, e.g. ``torch._dynamo``, which the first optimiser step imports), so a
@@ -8,9 +8,10 @@ its own. The executor starts that process itself (a ``Process`` and a pipe per t
 
 - a process that dies (a segfault, ``os._exit``, the OOM killer) is exactly its own snippet's failure, named
   with its exit code or signal; the snippets running beside it and queued after it are not touched;
-- the snippet's timeout is enforced from outside too: the worker stops Python code with SIGALRM at the
-  timeout it announces over the pipe; a process still running ``KILL_GRACE`` seconds later (a hang in native
-  code, a blocked signal) is killed and the task fails naming its timeout;
+- the task's timeout (:attr:`.types.Task.timeout`, the snippet's declared one) is enforced from outside too:
+  the snippet process stops its Python code with SIGALRM at the timeout; a process still running
+  ``KILL_GRACE`` seconds later (a hang in native code, a blocked or ignored signal) is killed here and the task
+  fails naming its timeout;
 - :meth:`LocalExecutor.abort` kills exactly the processes it started (Ctrl-C on serve, a failed build).
 
 What to run when is the session's job (:mod:`transformer_book.book.session`); this module only runs it.
@@ -29,11 +30,10 @@ from multiprocessing.connection import wait as connection_wait
 from typing import Sequence
 
 from transformer_book.book.environment import default_workers
-from transformer_book.book.execution.lifetime import end_with
-from transformer_book.book.execution.worker import on_deadline, run_snippet
+from transformer_book.book.execution.worker import run_in_pipe_process
 from transformer_book.book.types import Outcome, SnippetError, Task
 
-_CONTEXT: multiprocessing.context.BaseContext | None = None
+_CONTEXT: multiprocessing.context.BaseContext | None = None  # the one forkserver of this process (not a cache)
 _PRELOAD: list[str] = []
 
 
@@ -64,9 +64,6 @@ def warm_up() -> None:
         forkserver.ensure_running()
 
 
-KILL_GRACE = 5.0  # seconds past its announced timeout before a snippet process that did not stop is killed
-
-
 class LocalExecutor:
     """Runs each task in a fresh local process of its own, forked from the preloaded forkserver. The session
     submits at most ``workers`` tasks at a time."""
@@ -82,7 +79,7 @@ class LocalExecutor:
         future: Future = Future()
         future.set_running_or_notify_cancel()
         receive, send = self._ctx.Pipe(duplex=False)
-        process = self._ctx.Process(target=_run_in_child, args=(task, send, os.getpid()),
+        process = self._ctx.Process(target=run_in_pipe_process, args=(task, send, os.getpid()),
                                     name=f"snippet {task.snippet}")
         with self._lock:
             if self._aborted:
@@ -99,35 +96,26 @@ class LocalExecutor:
                future: Future) -> None:
         """Wait for the task's outcome, its process's death or its deadline — whichever comes first."""
         started = time.monotonic()
-        deadline = started + task.timeout + KILL_GRACE if task.timeout > 0 else None
-        outcome: Outcome | None = None
-        while outcome is None:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready = connection_wait([receive, process.sentinel], timeout=remaining)
-            if process.sentinel in ready and receive not in ready and not receive.poll(0):
-                process.join(timeout=5)  # ended, and nothing was sent (even if a child of it holds the pipe)
-                outcome = _failed(task, f"the snippet's process died while it ran ({_how_it_ended(process)})")
-                break
-            if not ready:  # past the deadline and still running: the SIGALRM did not stop it
-                process.kill()
-                limit = deadline - started - KILL_GRACE if deadline is not None else 0.0
-                outcome = _failed(task, f"SnippetTimeout: the snippet ran longer than its timeout of {limit:g} s and "
-                                        f"did not stop (killed after {time.monotonic() - started:.1f} s: a hang outside "
-                                        "Python code, e.g. in a native library, or a blocked SIGALRM)")
-                break
+        kill_at = None if task.kill_after is None else started + task.kill_after
+        remaining = None if kill_at is None else max(0.0, kill_at - time.monotonic())
+        ready = connection_wait([receive, process.sentinel], timeout=remaining)
+        outcome: Outcome
+        if not ready:  # past the deadline and still running: its SIGALRM did not stop it
+            process.kill()
+            outcome = _failed(task, f"SnippetTimeout: the snippet ran longer than its timeout of {task.timeout:g} s "
+                                    f"and did not stop (killed after {time.monotonic() - started:.1f} s: a hang outside "
+                                    "Python code, e.g. in a native library, or a blocked SIGALRM)")
+        elif receive in ready or receive.poll(0):
             try:
-                kind, payload = receive.recv()
+                outcome = receive.recv()
             except (EOFError, OSError):  # the process ended without sending its outcome
                 process.join(timeout=5)
                 outcome = _failed(task, f"the snippet's process died while it ran ({_how_it_ended(process)})")
-                break
             except Exception as exc:  # noqa: BLE001 - an outcome that cannot be unpickled here
                 outcome = _failed(task, f"the snippet's outcome could not be read: {type(exc).__name__}: {exc}")
-                break
-            if kind == "deadline":
-                deadline = started + payload + KILL_GRACE if payload > 0 else None
-            else:
-                outcome = payload
+        else:  # ended, and nothing was sent (even if a child of it holds the pipe)
+            process.join(timeout=5)
+            outcome = _failed(task, f"the snippet's process died while it ran ({_how_it_ended(process)})")
         receive.close()
         process.join(timeout=10)
         if process.is_alive():
@@ -162,18 +150,6 @@ class LocalExecutor:
             process.kill()
         for process in processes:
             process.join(timeout=5)
-
-
-def _run_in_child(task: Task, send: Connection, parent: int) -> None:
-    """The body of a snippet process: run the task, announcing each timeout, and send back its outcome."""
-    end_with(parent)  # a build that ends (or is killed) takes its snippets with it
-    on_deadline(lambda seconds: send.send(("deadline", seconds)))
-    outcome = run_snippet(task)
-    try:
-        send.send(("outcome", outcome))
-    except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
-        send.send(("outcome", _failed(task, f"the snippet's results cannot be sent back: {type(exc).__name__}: {exc}")))
-    send.close()
 
 
 def _failed(task: Task, message: str) -> Outcome:

@@ -1,9 +1,11 @@
-"""Running one snippet inside a fresh worker process, with fixed seeds and threads; never raises.
+"""The snippet process: one snippet run in a fresh process of its own, with fixed seeds and threads; never raises.
 
 A fresh process per snippet is what lets us see exactly which project modules it imported (``sys.modules``
-after the run) and keeps one snippet's global state (seeds, rcParams, caches) away from the next. The
-process is forked from a server that has the heavy libraries loaded already (:mod:`.pool`), so it starts in
-milliseconds.
+after the run) and keeps one snippet's global state (seeds, rcParams, caches) away from the next. The process
+is forked from a server that has the heavy libraries loaded already, so it starts in milliseconds: locally
+the build's forkserver (:mod:`.pool`), which starts :func:`run_in_pipe_process`; on a Dask worker the worker's
+zygote (:mod:`.zygote`), whose child runs :func:`run_forked`. Both run :func:`run_snippet`, and both stop the
+snippet's Python code at the task's timeout (SIGALRM); the process's owner kills it if that does not stop it.
 """
 
 from __future__ import annotations
@@ -16,24 +18,25 @@ import importlib.util
 import io
 import logging
 import os
+import pickle
 import random
+import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from transformer_book.book import artifacts
 from transformer_book.book.storage.cache import write_blob
 from transformer_book.book.environment import SEED, jitter_seed, measured_here, numerical_settings, threads
-from transformer_book.book.files import ENGINE_DIR, code_digest, dependency_digest
-from transformer_book.book.results import RESULT_TYPES, Artifact, Figure, Result, Value
+from transformer_book.book.execution.lifetime import end_with
+from transformer_book.book.files import ENGINE_DIR, atomic_write_bytes, code_digest, dependency_digest
+from transformer_book.book.results import RESULT_TYPES, Artifact, Figure, Value
 from transformer_book.book.types import NOTEBOOK_OUTPUT, Outcome, SnippetError, Task
-
-
-TIMEOUT_PER_BUDGET = 10  # a snippet that declares BUDGET_SECONDS = b and no timeout is stopped after 10 b
 
 
 class SnippetTimeout(BaseException):
@@ -183,12 +186,16 @@ def _dependencies(task: Task, data_files: Iterable[str]) -> dict[str, str]:
 
 
 def _locate(exc: BaseException, snippet_path: Path, project_root: Path) -> SnippetError:
+    """Where in the snippet an error happened: the line of a syntax error, the innermost frame of the snippet
+    in the traceback, or — for a result found wrong after compute() returned — the line that made it."""
     tb = traceback.extract_tb(exc.__traceback__)
     text = "".join(traceback.format_exception(exc))
     message = "".join(traceback.format_exception_only(exc)).strip()
     snippet_frames = [f for f in tb if Path(f.filename).resolve() == snippet_path]
     if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == snippet_path:
         line = exc.lineno or 0
+    elif isinstance(exc, ResultError) and exc.line:
+        line = exc.line
     elif snippet_frames:
         line = snippet_frames[-1].lineno or 0
     else:
@@ -337,7 +344,7 @@ def _compile_from_source(task: Task) -> None:
     sys.meta_path.insert(0, _ProjectSourceFinder(Path(task.project_root).resolve()))
 
 
-def _run_script(task: Task, path: Path, out: Outcome) -> tuple[dict[str, Any], list[str]]:
+def _run_script(task: Task, path: Path) -> tuple[dict[str, Any], list[str]]:
     """Import a snippet file and call its compute(); returns the results and its DATA_FILES.
 
     Like ``python snippet.py``, the snippet's folder comes first on ``sys.path``: a snippet can import a
@@ -351,8 +358,6 @@ def _run_script(task: Task, path: Path, out: Outcome) -> tuple[dict[str, Any], l
     sys.modules[spec.name] = module
     source = task.source or path.read_bytes()
     exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)  # the bytes the key hashed
-    out.budget = getattr(module, "BUDGET_SECONDS", None)
-    arm(timeout_of(module, task))
     data_files = [str(d) for d in getattr(module, "DATA_FILES", [])]
     root = Path(task.project_root).resolve()
     for d in data_files:  # hashed before compute() reads them
@@ -361,51 +366,59 @@ def _run_script(task: Task, path: Path, out: Outcome) -> tuple[dict[str, Any], l
     if not callable(compute):
         raise TypeError(f"{task.snippet}: a snippet must define compute() returning a dict of results")
     results = compute()
-    check_results(task.snippet, results)
+    try:
+        check_results(task.snippet, results)
+    except ResultError as exc:  # found after compute() returned: point at the line that made the result
+        exc.line = _result_line(source, str(path), exc.key)
+        raise
     return results, data_files
 
 
-def timeout_of(module: Any, task: Task) -> float:
-    """``TIMEOUT_SECONDS`` if the snippet declares it; else 10 × ``BUDGET_SECONDS``; else the build's default."""
-    declared = getattr(module, "TIMEOUT_SECONDS", None)
-    if isinstance(declared, (int, float)) and not isinstance(declared, bool) and declared > 0:
-        return float(declared)
-    budget = getattr(module, "BUDGET_SECONDS", None)
-    if isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget > 0:
-        return TIMEOUT_PER_BUDGET * float(budget)
-    return task.timeout
+def _result_line(source: bytes, filename: str, key: str | None) -> int:
+    """Where in the snippet a returned result was made: the ``"key": …`` entry of a dict written in compute(),
+    else compute()'s last ``return``, else its ``def`` line (0 if the source has no compute() to point at)."""
+    try:
+        tree = ast.parse(source, filename)
+    except (SyntaxError, ValueError):
+        return 0
+    compute = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "compute"), None)
+    if compute is None:
+        return 0
+    nodes = list(ast.walk(compute))
+    if key is not None:
+        for node in nodes:
+            if isinstance(node, ast.Dict):
+                for k in node.keys:
+                    if isinstance(k, ast.Constant) and k.value == key:
+                        return k.lineno
+    returns = [n.lineno for n in nodes if isinstance(n, ast.Return)]
+    return max(returns) if returns else compute.lineno
 
 
-_STARTED = 0.0  # when the running task started (perf_counter), for the timeout
-_DEADLINE_LISTENERS: list[Callable[[float], None]] = []
+class _Alarm:
+    """The snippet's own stop: SIGALRM ``seconds`` after the task started raises :class:`SnippetTimeout` in the
+    snippet's Python code (in the main thread; elsewhere nothing — the process's owner still kills it)."""
 
+    def __init__(self, seconds: float, started: float) -> None:
+        self.seconds, self.started = seconds, started
 
-def on_deadline(listener: Callable[[float], None]) -> None:
-    """Tell ``listener`` each time the timeout is set: seconds from the task's start, or 0 when the snippet's
-    code is over. The process that owns this one (:class:`.pool.LocalExecutor`) kills it if it is still running
-    a little after that: a hang in native code never sees the SIGALRM that stops Python code."""
-    _DEADLINE_LISTENERS.append(listener)
+    def __enter__(self) -> "_Alarm":
+        if self.seconds > 0 and self._can():
+            signal.signal(signal.SIGALRM, self._stop)
+            signal.setitimer(signal.ITIMER_REAL, max(0.001, self.seconds - (time.perf_counter() - self.started)))
+        return self
 
+    def __exit__(self, *exc: object) -> None:
+        if self.seconds > 0 and self._can():
+            signal.setitimer(signal.ITIMER_REAL, 0)
 
-def arm(seconds: float) -> None:
-    """Stop the snippet ``seconds`` after its task started (SIGALRM in the main thread; elsewhere, none)."""
-    import signal
-    import threading
+    @staticmethod
+    def _can() -> bool:
+        return threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
 
-    for listener in _DEADLINE_LISTENERS:
-        listener(max(0.0, seconds))
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        return
-    if seconds <= 0:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        return
-
-    def stop(signum: int, frame: Any) -> None:
-        raise SnippetTimeout(f"the snippet ran longer than its timeout of {seconds:g} s "
-                             f"(TIMEOUT_SECONDS; stopped after {time.perf_counter() - _STARTED:.1f} s)")
-
-    signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, max(0.001, seconds - (time.perf_counter() - _STARTED)))
+    def _stop(self, signum: int, frame: Any) -> None:
+        raise SnippetTimeout(f"the snippet ran longer than its timeout of {self.seconds:g} s "
+                             f"(TIMEOUT_SECONDS; stopped after {time.perf_counter() - self.started:.1f} s)")
 
 
 def _run_notebook(path: Path, source: bytes) -> dict[str, Any]:
@@ -434,13 +447,11 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     """
     from transformer_book.book.execution.notebook import NotebookCellError
 
-    global _STARTED
     path = Path(task.path).resolve()
     root = Path(task.project_root).resolve()
     out = Outcome(snippet=task.snippet)
-    start = _STARTED = time.perf_counter()
+    start = time.perf_counter()
     _snapshot_loaded(root)
-    arm(task.timeout)  # until the snippet's own declaration is known
     data_files: list[str] = []
     glyphs = _MissingGlyphs()
     logging.getLogger("matplotlib").addHandler(glyphs)
@@ -452,14 +463,14 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     try:
         seed_everything()
         _prepare_matplotlib()
-        with warnings.catch_warnings():
+        with _Alarm(task.timeout, start), warnings.catch_warnings():
             # A Chinese label drawn in a font without the glyph would show as a box: fail instead.
             warnings.filterwarnings("error", message=r"Glyph \d+ .*missing from font")
             with contextlib.redirect_stdout(io.StringIO()) if capture else contextlib.nullcontext():
                 if path.suffix == ".ipynb":
                     results = _run_notebook(path, task.source)
                 else:
-                    results, data_files = _run_script(task, path, out)
+                    results, data_files = _run_script(task, path)
                 for key, value in results.items():
                     if isinstance(value, Figure):
                         finalize_figure(value)
@@ -477,7 +488,6 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     except BaseException as exc:  # noqa: BLE001 - everything is reported, with its location
         out.error = _locate(exc, path, root)
     finally:
-        arm(0)
         logging.getLogger("matplotlib").removeHandler(glyphs)
     out.seconds = time.perf_counter() - start
     out.measured_on = measured_here()
@@ -488,18 +498,28 @@ def run_snippet(task: Task, capture: bool = True) -> Outcome:
     return out
 
 
+class ResultError(TypeError):
+    """What compute() returned is not a dict of results; ``key`` names the bad result (None: the whole return
+    value), ``line`` is where the snippet made it (filled in by :func:`_run_script`)."""
+
+    def __init__(self, message: str, key: str | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.line = 0
+
+
 def check_results(snippet: str, results: Any) -> None:
     if not isinstance(results, dict) or not results:
-        raise TypeError(f"{snippet}: compute() must return a non-empty dict {{name: Table | Figure | Value | Claim}}")
+        raise ResultError(f"{snippet}: compute() must return a non-empty dict {{name: Table | Figure | Value | Claim}}")
     for key, value in results.items():
         if not isinstance(key, str) or not key.isidentifier():
-            raise TypeError(f"{snippet}: result names must be identifiers, got {key!r}")
+            raise ResultError(f"{snippet}: result names must be identifiers, got {key!r}", str(key))
         if not isinstance(value, RESULT_TYPES):
             names = ", ".join(t.__name__ for t in RESULT_TYPES)
-            raise TypeError(f"{snippet}: result {key!r} is a {type(value).__name__}, not one of {names}")
+            raise ResultError(f"{snippet}: result {key!r} is a {type(value).__name__}, not one of {names}", key)
         if isinstance(value, Value) and not isinstance(value.value, (bool, int, float, str)):
-            raise TypeError(f"{snippet}: Value {key!r} holds a {type(value.value).__name__} ({value.value!r:.60}); a "
-                            "Value is one number, string or boolean in a sentence — use a Table for several")
+            raise ResultError(f"{snippet}: Value {key!r} holds a {type(value.value).__name__} ({value.value!r:.60}); "
+                              "a Value is one number, string or boolean in a sentence — use a Table for several", key)
 
 
 def snapshot_engine() -> None:
@@ -508,3 +528,46 @@ def snapshot_engine() -> None:
     (Not at import: the build's own process imports this module too and has no use for the hashes.)"""
     for p, _ in _module_files(None):
         _remember(p)
+
+
+# -- the two ways a snippet process starts ----------------------------------------------------------------------
+
+def run_in_pipe_process(task: Task, send: Connection, parent: int) -> None:
+    """A local snippet process (started by :class:`.pool.LocalExecutor` from the forkserver): run the task and
+    send its outcome through the pipe."""
+    end_with(parent)  # a build that ends (or is killed) takes its snippets with it
+    outcome = run_snippet(task)
+    try:
+        send.send(outcome)
+    except Exception as exc:  # noqa: BLE001 - e.g. a result that cannot be pickled
+        send.send(Outcome(snippet=task.snippet, error=SnippetError(
+            f"the snippet's results cannot be sent back: {type(exc).__name__}: {exc}", task.path, 0, "")))
+    send.close()
+
+
+def run_forked(request: dict[str, Any]) -> None:
+    """A snippet process forked by a Dask worker's zygote (:mod:`.zygote`), right after the fork: a session of its
+    own (the worker kills it with its whole process group), output into the log the worker shows if it dies,
+    the task read from ``request["task"]``, the outcome written whole to ``request["outcome"]``. Never returns."""
+    code = 1
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        log = os.open(str(request["log"]), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        end_with(os.getppid())  # nobody waits for this snippet once its zygote (and so its worker) is gone
+        task: Task = pickle.loads(Path(request["task"]).read_bytes())
+        outcome = run_snippet(task)
+        atomic_write_bytes(Path(request["outcome"]), pickle.dumps(outcome))  # the worker reads it
+        code = 0
+    except BaseException:  # noqa: BLE001 - shown in the log the worker reads when no outcome came back
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)

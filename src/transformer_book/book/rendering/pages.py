@@ -30,12 +30,13 @@ A snippet id without a ``/`` is looked up in the folder of ``snippets/`` that ha
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
+
+from transformer_book.book.memo import Memo
 
 _ID = r"[\w][\w./-]*"
 BLOCK_RE = re.compile(
@@ -120,11 +121,13 @@ def find_refs(markdown: str, page: str, line_offset: int = 0) -> list[Ref]:
     A page's text is parsed once: the build asks for the same page's references several times (where each
     result is shown, the claim index, the page itself), and gets the first answer again while the text is
     the same."""
-    return list(_parsed(markdown, page, line_offset))
+    return list(_PARSED.get((page, line_offset), markdown, lambda: _parse(markdown, page, line_offset)))
 
 
-@functools.lru_cache(maxsize=512)
-def _parsed(markdown: str, page: str, line_offset: int) -> tuple[Ref, ...]:
+_PARSED: Memo[tuple[Ref, ...]] = Memo("page references")  # (page, front-matter lines) → refs, by the page's text
+
+
+def _parse(markdown: str, page: str, line_offset: int) -> tuple[Ref, ...]:
     refs: list[Ref] = []
     for i, line, in_code in _prose_lines(markdown):
         if in_code:

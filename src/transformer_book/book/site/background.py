@@ -5,6 +5,9 @@ A serve build never waits for compute: it takes what the cache holds and renders
 snippet lands in the cache (or fails), it touches a *stamp* file that the server watches, so MkDocs rebuilds,
 the pages pick up the new results, and livereload refreshes the browser. A failure is kept here (failures
 are not cached) so that the next serve build shows it on its pages instead of waiting for it again.
+
+The two threads share nothing they change in place: the background thread hands each failure over under a
+lock, and a serve build gets a new :class:`.state.BuildState` from :meth:`BackgroundBuild.merge`.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from pathlib import Path
 from typing import Callable
 
 from transformer_book.book.files import atomic_write_text
-from transformer_book.book.session import BookSession, BuildState, Options, SnippetState
+from transformer_book.book.session import BookSession
+from transformer_book.book.state import BuildState, Options, SnippetState
 from transformer_book.book.types import SnippetError
 
 
@@ -47,14 +51,18 @@ class BackgroundBuild:
         return self._thread is not None and self._thread.is_alive()
 
     def merge(self, state: BuildState) -> BuildState:
-        """Show a remembered failure in place of "pending" while the snippet's key is still the one that failed."""
+        """A new state for the pages: ``state`` with a remembered failure in place of "pending" while the
+        snippet's key is still the one that failed (``state`` itself is left as it is)."""
+        with self._lock:  # what the background thread has handed over so far, read whole
+            errors, failure = dict(self.errors), self.failure
+        changed: dict[str, SnippetState] = {}
         for sid, st in state.snippets.items():
-            failed = self.errors.get(sid)
+            failed = errors.get(sid)
             if st.status == "pending" and failed is not None and failed.key and failed.key == st.key:
-                state.snippets[sid] = failed
-            elif st.status == "pending" and self.failure is not None:
-                state.snippets[sid] = SnippetState(st.snippet, "error", error=self.failure, key=st.key)
-        return state
+                changed[sid] = failed
+            elif st.status == "pending" and failure is not None:
+                changed[sid] = SnippetState(st.snippet, "error", error=failure, key=st.key)
+        return state.with_snippets(changed) if changed else state
 
     def ensure_running(self) -> None:
         """Start the background build, or ask the running one to go round once more (a source changed)."""
@@ -71,12 +79,13 @@ class BackgroundBuild:
             self._thread.join(timeout)
 
     def _landed(self, sid: str, st: SnippetState) -> None:
-        if st.status == "error":
-            self.errors[sid] = st
-        elif st.status == "ran":
-            self.errors.pop(sid, None)
-        else:
-            return
+        with self._lock:
+            if st.status == "error":
+                self.errors[sid] = st
+            elif st.status == "ran":
+                self.errors.pop(sid, None)
+            else:
+                return
         atomic_write_text(self.stamp, f"{time.time()} {sid} {st.status}\n")
 
     def release(self) -> None:
@@ -93,10 +102,11 @@ class BackgroundBuild:
                 state = self.session.build(self.options, progress=self._landed)
             except Exception as exc:  # noqa: BLE001 - a thread that dies silently leaves its pages "pending"
                 detail = "".join(traceback.format_exception(exc))
-                self.failure = SnippetError(f"the background build stopped: {type(exc).__name__}: {exc}",
-                                            "(background build)", 0, detail)
-                self.log_error(f"{self.failure.message}\n{detail}")
+                failure = SnippetError(f"the background build stopped: {type(exc).__name__}: {exc}",
+                                       "(background build)", 0, detail)
+                self.log_error(f"{failure.message}\n{detail}")
                 with self._lock:
+                    self.failure = failure
                     self._thread = None
                 atomic_write_text(self.stamp, f"{time.time()} background-build error\n")  # rebuild: pages show it
                 return

@@ -30,7 +30,8 @@ from typing import Any, Mapping
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 
-from transformer_book.book.session import Options
+from transformer_book.book.session import BookSession
+from transformer_book.book.state import Options
 from transformer_book.book.storage.store import cache_location
 
 # What the engine's output needs from Python-Markdown: code folds and placeholders are ``??? example`` /
@@ -104,3 +105,12 @@ def missing_extensions(mkdocs_config: Any) -> list[str]:
         name = ext if isinstance(ext, str) else getattr(ext, "__module__", "")
         names.add(name.removeprefix("markdown.extensions."))
     return [f"{name} ({why})" for name, why in REQUIRED_EXTENSIONS.items() if name not in names]
+
+
+def open_session(cfg: BookConfig, project_root: Path, docs_dir: Path,
+                 environ: Mapping[str, str] = os.environ) -> BookSession:
+    """The one way a session is opened on a project — by the plugin (:mod:`.plugin`) and by the command line
+    (:mod:`..cli.project`), from the same settings: the snippets folder, the cache (``BOOK_CACHE_DIR``), the report
+    folder, and the build options with their environment overrides (``BOOK_EXECUTOR``, ``BOOK_WORKERS`` …)."""
+    return BookSession(project_root, project_root / cfg.snippets_dir, cache_dir(cfg, project_root, environ),
+                       project_root / cfg.report_dir, docs_dir, options=options(cfg, environ))

@@ -1,5 +1,9 @@
 """Fixing what mkdocs-jupyter's HTML gets wrong for this site: CDN scripts, Chinese heading ids, and the
-half-megabyte of notebook CSS it inlines into every notebook page."""
+half-megabyte of notebook CSS it inlines into every notebook page.
+
+Every change is made on the page's parse (:mod:`.html_edit`): the elements are found by the HTML parser, and
+only they are rewritten.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +13,17 @@ import re
 from pathlib import Path
 
 from transformer_book.book.files import atomic_write_text
+from transformer_book.book.site import html_edit
 
-_EXTERNAL_SCRIPT = re.compile(
-    r"<script\b[^>]*>(?:(?!</script>).)*?(?:https?:)?//[a-z0-9.-]+\.[a-z]{2,}/(?:(?!</script>).)*</script>"
-    r"|<script\b[^>]*\bsrc=[\"'](?:https?:)?//[^\"']+[\"'][^>]*>\s*</script>"
-    r"|<script type=\"text/x-mathjax-config\">(?:(?!</script>).)*</script>",
-    re.DOTALL | re.IGNORECASE,
-)
-_NB_HEADING = re.compile(r'<h([1-6]) id="">(.*?)<a class="anchor-link" href="#">¶</a></h\1>', re.S)
-
-
-_STYLE = re.compile(r'<style type="text/css">\n?(.*?)</style>', re.S)
 STYLES = "assets/notebook"
 INLINE_LIMIT = 20_000  # a style block longer than this is moved to a shared file
+
+# Script text that fetches code from another host when it runs: a module import, a dynamic import, a loader
+# given a URL (nbconvert's mermaid block does ``await import("https://cdnjs…")``). This reads JavaScript, not
+# HTML — a script that only mentions a URL, in a comment or a string it does not load, stays.
+_LOADS_FROM_A_HOST = re.compile(
+    r"""\bimport\s*\(\s*["'`](?:https?:)?//|\bfrom\s*["'](?:https?:)?//|\bimport\s*["'](?:https?:)?//"""
+    r"""|\.src\s*=\s*["'`](?:https?:)?//|\brequire(?:js)?\s*\(\s*\[?\s*["'](?:https?:)?//""")
 
 
 def fix(html_text: str, page_url: str = "", site_dir: Path | None = None) -> str:
@@ -29,14 +31,11 @@ def fix(html_text: str, page_url: str = "", site_dir: Path | None = None) -> str
     (:mod:`.mathjax`), so those scripts go and the site stays offline; the formulas of Markdown cells get the
     markup of the other pages' formulas (:func:`markdown_math`). Chinese headings get the ids the rest of the
     site uses. With ``site_dir``, the notebook CSS moves to a shared file."""
-    html_text = markdown_math(chinese_heading_ids(_EXTERNAL_SCRIPT.sub("", html_text)))
+    html_text = markdown_math(chinese_heading_ids(without_external_scripts(html_text)))
     return external_styles(html_text, page_url, site_dir) if site_dir is not None else html_text
 
 
-_MD_CELL = re.compile(r'<div class="[^"]*\bjp-RenderedMarkdown\b[^"]*"[^>]*>')
-_DIV = re.compile(r"<(/?)div\b[^>]*>", re.I)
-_TAG_OR_TEXT = re.compile(r"(<[^>]*>)|([^<]+)")
-_RAW = ("code", "pre", "script", "style", "kbd", "samp")
+_RAW = {"code", "pre", "script", "style", "kbd", "samp"}  # their text is never TeX
 # TeX in a Markdown cell's text, as MathJax finds it (processEscapes, processEnvironments): $$…$$ and \[…\]
 # display, \(…\) and $…$ inline, \begin{env}…\end{env} display; \$ is a dollar sign.
 _TEX = re.compile(
@@ -53,55 +52,60 @@ _TEX = re.compile(
 def markdown_math(html_text: str) -> str:
     """The formulas of the notebook's Markdown cells (``$…$``, ``$$…$$`` …, left as TeX by nbconvert) as
     arithmatex markup — ``<span class="arithmatex">\\(…\\)</span>`` or ``\\[…\\]`` — the markup the
-    build typesets on every other page. Text inside code is left alone."""
-    out, pos = [], 0
-    for m in _MD_CELL.finditer(html_text):
-        if m.start() < pos:
-            continue  # inside a cell already done
-        end = _cell_end(html_text, m.end())
-        out.append(html_text[pos:m.end()])
-        out.append(_cell_math(html_text[m.end():end]))
-        pos = end
-    out.append(html_text[pos:])
-    return "".join(out)
-
-
-def _cell_end(text: str, start: int) -> int:
-    depth = 1
-    for m in _DIV.finditer(text, start):
-        depth += -1 if m.group(1) else 1
-        if depth == 0:
-            return m.start()
-    return len(text)
-
-
-def _cell_math(cell: str) -> str:
-    out, raw = [], []
-    for m in _TAG_OR_TEXT.finditer(cell):
-        tag, text = m.group(1), m.group(2)
-        if tag is not None:
-            name = re.match(r"<(/?)([a-zA-Z0-9]+)", tag)
-            if name and name.group(2).lower() in _RAW and not tag.endswith("/>"):
-                if name.group(1):
-                    if raw and raw[-1] == name.group(2).lower():
-                        raw.pop()
-                else:
-                    raw.append(name.group(2).lower())
-            out.append(tag)
-        else:
-            out.append(text if raw else _TEX.sub(_arithmatex, text))
-    return "".join(out)
+    build typesets on every other page. Only the cells' text is read: not their tags, not code."""
+    elements = html_edit.parse(html_text)
+    cells = [e for e in elements if "jp-RenderedMarkdown" in e.classes]
+    cells = [c for c in cells if not any(c is not d and c.within(d) for d in cells)]
+    changes = []
+    for cell in cells:
+        # what is not text: every tag of the cell, and the whole of any code inside it
+        taken = []
+        for e in elements:
+            if e is cell or not e.within(cell):
+                continue
+            if e.tag in _RAW:
+                taken.append((e.start, e.end))
+            else:
+                taken += [(e.start, e.open_end), (e.close, e.end)]
+        pos = cell.open_end
+        for start, end in sorted(taken) + [(cell.close, cell.close)]:
+            if start > pos:
+                text = html_text[pos:start]
+                new = _TEX.sub(_arithmatex, text)
+                if new != text:
+                    changes.append((pos, start, new))
+            pos = max(pos, end)
+    return html_edit.edit(html_text, changes)
 
 
 def _arithmatex(m: re.Match[str]) -> str:
     if m.group("escaped"):
         return "$"
-    if m.group("di") is not None:
-        return f'<span class="arithmatex">\\({m.group("di")}\\)</span>'
-    if m.group("bi") is not None:
-        return f'<span class="arithmatex">\\({m.group("bi")}\\)</span>'
-    tex = m.group("dd") if m.group("dd") is not None else m.group("bd") if m.group("bd") is not None else m.group("env")
+    inline = m.group("di") if m.group("di") is not None else m.group("bi")
+    if inline is not None:
+        return f'<span class="arithmatex">\\({inline}\\)</span>'
+    tex = next(m.group(g) for g in ("dd", "bd", "env") if m.group(g) is not None)
     return f'<span class="arithmatex">\\[{tex}\\]</span>'
+
+
+def _external(url: str) -> bool:
+    return url.startswith("//") or re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*://", url) is not None
+
+
+def without_external_scripts(html_text: str) -> str:
+    """The page without the scripts that load code from another host: a ``src`` on another host, or an empty
+    one (nbconvert's MathJax 2 loader with its URL left blank), MathJax 2's configuration block, and inline
+    scripts that import from another host."""
+    drop = []
+    for e in html_edit.parse(html_text):
+        if e.tag != "script":
+            continue
+        src = e.get("src")
+        if (src is not None and (_external(src.strip()) or not src.strip())) \
+                or (e.get("type") or "").strip().lower() == "text/x-mathjax-config" \
+                or _LOADS_FROM_A_HOST.search(e.inner(html_text)):
+            drop.append((e.start, e.end, ""))
+    return html_edit.edit(html_text, drop)
 
 
 def external_styles(html_text: str, page_url: str, site_dir: Path) -> str:
@@ -109,44 +113,65 @@ def external_styles(html_text: str, page_url: str, site_dir: Path) -> str:
     ``assets/notebook/`` named by their content, linked from the page: every notebook page shares one copy
     that the browser caches, and the page itself stays light (tests/test_site_links.py keeps a budget)."""
     here = page_url if page_url.endswith("/") or not page_url else posixpath.dirname(page_url) + "/"
-
-    def move(m: re.Match[str]) -> str:
-        css = m.group(1)
-        if len(css) < INLINE_LIMIT:
-            return m.group(0)
+    changes = []
+    for e in html_edit.parse(html_text):
+        if e.tag != "style" or len(e.inner(html_text)) < INLINE_LIMIT:
+            continue
+        css = e.inner(html_text).removeprefix("\n")
         name = f"{STYLES}/{hashlib.sha256(css.encode()).hexdigest()[:16]}.css"
         target = site_dir / name
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_text(target, css)
-        return f'<link rel="stylesheet" href="{posixpath.relpath(name, here.rstrip("/") or ".")}">'
-
-    return _STYLE.sub(move, html_text)
+        changes.append((e.start, e.end, f'<link rel="stylesheet" href="{posixpath.relpath(name, here.rstrip("/") or ".")}">'))
+    return html_edit.edit(html_text, changes)
 
 
 def chinese_heading_ids(html_text: str) -> str:
     """mkdocs-jupyter slugifies notebook headings to ASCII, so Chinese headings get ``id=""`` (and the page's
     table of contents links ``#_1``, ``#_2`` … to nothing). Give them the ids the rest of the site uses
-    (``pymdownx.slugs.slugify(case="lower")``) and point the table of contents at them, in order."""
+    (``pymdownx.slugs.slugify(case="lower")``), point each heading's ``¶`` anchor and the table of contents at
+    them, in order."""
     from pymdownx.slugs import slugify
 
     slug = slugify(case="lower")
-    taken = set(re.findall(r'\bid="([^"]+)"', html_text))
+    elements = html_edit.parse(html_text)
+    taken = {e.get("id") for e in elements if e.get("id")}
+    changes = []
     new_ids: list[str] = []
-
-    def heading(m: re.Match[str]) -> str:
-        base = slug(re.sub(r"<[^>]+>", "", m.group(2)), "-") or "section"
+    headings = [e for e in elements if re.fullmatch(r"h[1-6]", e.tag) and e.get("id") == ""]
+    for h in headings:
+        anchor = next((a for a in h.children if a.tag == "a" and "anchor-link" in a.classes), None)
+        text = h.inner(html_text)[: anchor.start - h.open_end] if anchor is not None else h.inner(html_text)
+        base = slug(_text_of(text), "-") or "section"
         ident, n = base, 1
         while ident in taken:
             ident, n = f"{base}_{n}", n + 1
         taken.add(ident)
         new_ids.append(ident)
-        return f'<h{m.group(1)} id="{ident}">{m.group(2)}<a class="anchor-link" href="#{ident}">¶</a></h{m.group(1)}>'
+        changes.append((h.start, h.open_end, h.start_tag([(k, ident if k == "id" else v) for k, v in h.attrs])))
+        if anchor is not None and anchor.get("href") == "#":
+            changes.append((anchor.start, anchor.open_end,
+                            anchor.start_tag([(k, f"#{ident}" if k == "href" else v) for k, v in anchor.attrs])))
+    for a in elements:  # the table of contents: #_1, #_2 … in heading order
+        m = re.fullmatch(r"#_(\d+)", a.get("href") or "") if a.tag == "a" else None
+        if m and 0 < int(m.group(1)) <= len(new_ids) and not any(a is c or a.within(h) for h in headings for c in h.children):
+            changes.append((a.start, a.open_end,
+                            a.start_tag([(k, f"#{new_ids[int(m.group(1)) - 1]}" if k == "href" else v) for k, v in a.attrs])))
+    return html_edit.edit(html_text, changes)
 
-    html_text = _NB_HEADING.sub(heading, html_text)
 
-    def toc(m: re.Match[str]) -> str:
-        k = int(m.group(1))
-        return f'href="#{new_ids[k - 1]}"' if 0 < k <= len(new_ids) else m.group(0)
+def _text_of(fragment: str) -> str:
+    """The text of an HTML fragment (a heading's content), as the parser reads it."""
+    import html.parser
 
-    return re.sub(r'href="#_(\d+)"', toc, html_text)
+    parts: list[str] = []
+
+    class Text(html.parser.HTMLParser):
+        def handle_data(self, data: str) -> None:
+            parts.append(data)
+
+    parser = Text(convert_charrefs=True)
+    parser.feed(fragment)
+    parser.close()
+    return "".join(parts)

@@ -17,22 +17,24 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
 
-from transformer_book.book.checking import claim_index, drift_page
+from transformer_book.book.checking import drift_page
 from transformer_book.book.site import config as book_config
-from transformer_book.book.site import fix_notebook_html, fix_search, mathjax, page_html, print_edition
+from transformer_book.book.site import fix_notebook_html, fix_search, mathjax, page_html, print_edition, report
 from transformer_book.book.site import regions
 from transformer_book.book.site.site_font import SiteFont, font_file
-from transformer_book.book.rendering import origin, page_notebook, pages
+from transformer_book.book.rendering import claim_index, origin, page_notebook, pages
 from transformer_book.book.execution import pool
-from transformer_book.book.checking import records, report
+from transformer_book.book.checking import records
 from transformer_book.book.artifacts import decode
 from transformer_book.book.site.background import BackgroundBuild
 from transformer_book.book.site.dirty_pages import PageMemory, ShownResults
 from transformer_book.book.environment import measured_here
 from transformer_book.book.files import atomic_write_text
+from transformer_book.book.memo import Memo
 from transformer_book.book.rendering.render import Renderer, figure_target, shown_source
 from transformer_book.book.results import Figure
-from transformer_book.book.session import BookSession, BuildState, Options
+from transformer_book.book.session import BookSession
+from transformer_book.book.state import BuildState, Options
 from transformer_book.book.types import NOTEBOOK_OUTPUT
 
 log = get_plugin_logger("book")
@@ -48,9 +50,10 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.options = Options()
         self.background: BackgroundBuild | None = None
         self.shown = ShownResults()  # what each snippet's pages last showed: a dirty rebuild re-renders changes
-        self.records_read: dict[str, dict[str, Any] | None] = {}
         self.notebooks: dict[str, Any] = {}  # page src_uri -> its notebook (this build)
-        self.views: dict[str, page_notebook.SnippetView] | None = None  # this build's, made at its first page
+        self.builds = 0  # this process's builds so far: what a memo of "this build's" answers is valid for
+        # What a page's notebook needs of each snippet, made at the build's first page (memo.Memo: one per build)
+        self.views: Memo[dict[str, page_notebook.SnippetView]] = Memo("page notebook views")
         self.font = SiteFont()  # the web font of this build, cut while the pages render
         self.memory = PageMemory()  # titles and anchors of pages a dirty rebuild does not read
         self.print_pdf = False  # this build prints the book into a PDF (print_edition)
@@ -85,13 +88,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             # it across rebuilds); another project loaded in the same process must not inherit this one's state.
             self.session, self.state, self.background, self.shown = None, None, None, ShownResults()
         if self.session is None:
-            self.session = BookSession(
-                self.project_root,
-                self.project_root / cfg.snippets_dir,
-                book_config.cache_dir(cfg, self.project_root),
-                self.project_root / cfg.report_dir,
-                Path(config.docs_dir),
-            )
+            self.session = book_config.open_session(cfg, self.project_root, Path(config.docs_dir))
         self.renderer = Renderer(self.project_root, self._measured_on, self._record_of)
         if self.serving and self.options.execute and self.background is None:
             # `mkdocs serve` never waits for compute: pages are served at once, results land in the background.
@@ -179,20 +176,18 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         return measured_here()
 
     def _record_of(self, sid: str) -> dict[str, Any] | None:
-        """The committed record of a snippet (read once per build), for the origin of what it shows."""
-        if sid not in self.records_read:
-            st = self.state.snippets.get(sid) if self.state is not None else None
-            try:
-                self.records_read[sid] = records.read(st.snippet.record_path) if st is not None else None
-            except ValueError:
-                self.records_read[sid] = None
-        return self.records_read[sid]
+        """The committed record of a snippet, for the origin of what it shows (``records.read`` remembers each
+        record file by its version: read once while it does not change)."""
+        st = self.state.snippets.get(sid) if self.state is not None else None
+        try:
+            return records.read(st.snippet.record_path) if st is not None else None
+        except ValueError:
+            return None
 
     def on_pre_build(self, *, config: Any) -> None:
         assert self.session is not None
-        self.records_read = {}
+        self.builds += 1
         self.notebooks = {}
-        self.views = None
         self.usage = pages.usage(Path(config.docs_dir))
         if self.background is not None and (self.state is None or self.background.running):
             # The first serve build, and any rebuild while the backlog is still being computed: serve at once,
@@ -325,9 +320,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         notebook's text does not depend on the machine that built it). Made once per build: every page asks,
         and reading each snippet's ``REQUIRES`` for each of 60 pages took 1.5 s of a 13 s build."""
         assert self.state is not None
-        if self.views is None:
-            self.views = self._make_views()
-        return self.views
+        return self.views.get("views", self.builds, self._make_views)
 
     def _make_views(self) -> dict[str, page_notebook.SnippetView]:
         assert self.state is not None

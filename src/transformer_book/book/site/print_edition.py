@@ -4,9 +4,10 @@ What the ecosystem offers was weighed first: ``mkdocs-print-site-plugin`` joins 
 page (which then ships, far over the 500 KB page budget, and is searched and link-checked like a chapter);
 ``mkdocs-with-pdf`` renders with WeasyPrint (system Pango libraries; no MathJax, so no formulas);
 ``mkdocs-exporter`` prints page by page (no book-wide page numbers or contents). So the book prints its own
-built pages, as a reader's browser shows them: the articles of the built site are joined, in navigation
-order, into one temporary HTML file beside the site (deleted after printing, never shipped), with the site's
-own style sheets, web font and MathJax plus a print style sheet (``PRINT_CSS``); headless Chromium, driven
+built pages, as a reader's browser shows them: the articles of the built site (found and edited by
+:mod:`.html_edit`) are joined, in navigation order, by the template ``templates/print.html.j2`` into one
+temporary HTML file beside the site (deleted after printing, never shipped), with the site's
+own style sheets, web font and typeset formulas plus a print style sheet (``PRINT_CSS``); headless Chromium, driven
 by playwright, waits for the fonts and formulas, then prints it with page numbers in the footer and a PDF
 outline of the headings. Figures, tables, formulas and generated values are exactly those of the site.
 
@@ -20,7 +21,6 @@ Without Chromium or playwright the step says so and is skipped (``unavailable``)
 
 from __future__ import annotations
 
-import html
 import os
 import re
 import tempfile
@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-from transformer_book.book.site import mathjax, page_html, webfont
+from transformer_book.book.html_pages import markup, render
+from transformer_book.book.site import html_edit, mathjax, page_html, webfont
 
 PDF_NAME = "transformer-book.pdf"
 CHROMIUM = Path(os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium"))
@@ -100,79 +101,95 @@ def _html_file(site_dir: Path, url: str) -> Path:
     return site_dir / url / "index.html" if url.endswith("/") or url == "" else site_dir / url
 
 
-_ARTICLE = re.compile(r'<article class="md-content__inner md-typeset">(.*?)</article>', re.S)
-# the code folds: a snippet under its results (``??? example``), a function's source in the code reference
-_CODE_FOLD = re.compile(r'<details class="(?:example|mkdocstrings-source)">\s*<summary>(.*?)</summary>.*?</details>', re.S)
-_ATTR = re.compile(r'\b(src|href)="([^"]*)"')
-_ID = re.compile(r'\bid="([^"]+)"')
+CODE_FOLDS = {"example", "mkdocstrings-source"}  # a snippet under its results (??? example), a function's source
+
+
+def _article_of(page: str) -> str:
+    """The content of the page's ``<article class="md-content__inner md-typeset">`` ("" when it has none)."""
+    for element in html_edit.parse(page):
+        if element.tag == "article" and {"md-content__inner", "md-typeset"} <= element.classes:
+            return element.inner(page)
+    return ""
 
 
 def article(site_dir: Path, entry: Entry, known: set[str]) -> str:
     """The page's article, made to live inside the print file: its URLs resolved against the site root,
-    its ids prefixed with the page's id (links between pages land inside the PDF), folds decided for paper."""
-    text = _html_file(site_dir, entry.url).read_text(encoding="utf-8")
-    found = _ARTICLE.search(text)
-    body = found.group(1) if found else ""
+    its ids prefixed with the page's id (links between pages land inside the PDF), folds decided for paper —
+    a code fold (with whatever folds it holds) becomes one line naming its code, every other fold is open."""
+    body = _article_of(_html_file(site_dir, entry.url).read_text(encoding="utf-8"))
     pid = page_id(entry.url)
-    body = _CODE_FOLD.sub(lambda m: f'<p class="print-code-ref">{m.group(1)}（代码见仓库与网站）</p>', body)
-    body = re.sub(r"<details(?![^>]*\bopen\b)", "<details open", body)
-    body = body.replace(' loading="lazy"', "")  # every figure is printed: none waits to be scrolled to
-    body = _ID.sub(lambda m: f'id="{pid}--{m.group(1)}"', body)
+    elements = html_edit.parse(body)
+    folds = [e for e in elements if e.tag == "details" and e.classes & CODE_FOLDS]
+    folds = [f for f in folds if not any(f is not g and f.within(g) for g in folds)]  # the outermost ones
+    changes = []
+    for fold in folds:
+        summary = fold.first("summary")
+        title = summary.inner(body) if summary is not None else ""
+        changes.append((fold.start, fold.end, f'<p class="print-code-ref">{title}（代码见仓库与网站）</p>'))
 
-    def resolve(m: re.Match[str]) -> str:
-        attr, value = m.group(1), html.unescape(m.group(2))
+    def resolve(attr: str, value: str) -> str:
         if value.startswith("#"):
-            return f'{attr}="#{pid}--{value[1:]}"' if value[1:] else f'{attr}="#{pid}"'
+            return f"#{pid}--{value[1:]}" if value[1:] else f"#{pid}"
         parts = urlsplit(value)
         if parts.scheme or value.startswith(("//", "data:", "mailto:")):
-            return m.group(0)
+            return value
         target = urljoin("/" + entry.url, value).lstrip("/")
         path, _, fragment = target.partition("#")
         if attr == "href" and path in known:  # another page of the book: its place in the PDF
-            other = page_id(path)
-            return f'href="#{other}--{fragment}"' if fragment else f'href="#{other}"'
-        return f'{attr}="{html.escape(path)}"'
+            return f"#{page_id(path)}--{fragment}" if fragment else f"#{page_id(path)}"
+        return path
 
-    return _ATTR.sub(resolve, body)
+    for element in elements:
+        if any(element.within(f) for f in folds):
+            continue
+        attrs = []
+        for name, value in element.attrs:
+            if name == "id" and value:
+                value = f"{pid}--{value}"
+            elif name in ("src", "href") and value is not None:
+                value = resolve(name, value)
+            attrs.append((name, value))
+        if element.tag == "details" and not element.has("open"):
+            attrs.append(("open", None))
+        if element.tag == "img" and element.get("loading") == "lazy":  # all printed: none waits for a scroll
+            attrs = [(name, value) for name, value in attrs if name != "loading"]
+        if attrs != element.attrs:
+            changes.append((element.start, element.open_end, element.start_tag(attrs)))
+    return html_edit.edit(body, changes)
 
 
 def combine(site_dir: Path, entries: list[Entry], title: str, description: str = "") -> str:
     """The whole book as one HTML file that sits in ``site_dir`` (its URLs are relative to the site root)."""
-    home = _html_file(site_dir, entries[0].url).read_text(encoding="utf-8") if entries else ""
-    sheets = re.findall(r'<link rel="stylesheet" href="([^"]+)"', home)
-    sheets = [urljoin("/" + entries[0].url, s).lstrip("/") for s in sheets] if entries else []
+    sheets: list[str] = []
+    if entries:
+        home = _html_file(site_dir, entries[0].url).read_text(encoding="utf-8")
+        sheets = [urljoin("/" + entries[0].url, e.get("href") or "").lstrip("/") for e in html_edit.parse(home)
+                  if e.tag == "link" and "stylesheet" in (e.get("rel") or "").split() and e.get("href")]
     known = {e.url for e in entries}
-    toc, body, part = [], [], None
+    toc, sections, part = [], [], None
     for e in entries:
         if e.part != part and e.part:
-            body.append(f'<h1 class="print-part" id="{page_id("part-" + e.part)}">{html.escape(e.part)}</h1>')
-            toc.append(f'<li><a href="#{page_id("part-" + e.part)}">{html.escape(e.part)}</a></li>')
+            sections.append({"part": True, "id": page_id("part-" + e.part), "title": e.part})
+            toc.append({"part": True, "id": page_id("part-" + e.part), "title": e.part})
         part = e.part
-        toc.append(f'<li style="margin-left:{1.2 if e.part else 0}em"><a href="#{page_id(e.url)}">'
-                   f"{html.escape(e.title)}</a></li>")
-        body.append(f'<section class="print-page" id="{page_id(e.url)}">{article(site_dir, e, known)}</section>')
-    links = "".join(f'<link rel="stylesheet" href="{html.escape(s)}">' for s in sheets)
-    articles = "".join(body)
+        toc.append({"part": False, "id": page_id(e.url), "title": e.title, "indent": 1.2 if e.part else 0})
+        sections.append({"part": False, "id": page_id(e.url), "article": markup(article(site_dir, e, known))})
     # The formulas were typeset when the site was built (mathjax.SiteMath): their style sheet comes along.
     # A site whose pages typeset in the browser instead (no build-time typesetting) prints with MathJax.
-    math_css = ""
+    math_css, scripts = "", ""
+    opening = f'<style id="{mathjax.STYLE_ID}">'
     for e in entries:
-        found = re.search(rf'<style id="{mathjax.STYLE_ID}">(.*?)</style>',
-                          _html_file(site_dir, e.url).read_text(encoding="utf-8"), re.S)
-        if found:
-            math_css = f"<style>{found.group(1)}</style>"
-            break
-    scripts = f"<script>{mathjax.config_script()}</script><script src=\"{mathjax.URI}\"></script>" \
-        if mathjax.formulas(articles) else ""
+        page = _html_file(site_dir, e.url).read_text(encoding="utf-8")
+        at = page.find(opening)  # a style element's text holds no "</style>"
+        if at >= 0:
+            math_css = page[at + len(opening):page.index("</style>", at)]
+        if mathjax.formulas(page):
+            scripts = f'<script>{mathjax.config_script()}</script><script src="{mathjax.URI}"></script>'
     fonts = page_html.blocking_font_faces(site_dir, sheets)  # on paper, text waits for its font
     if (site_dir / webfont.URI).exists():  # the pages add it by script (page_html.FONT_LOADER)
         fonts += webfont.font_face(webfont.URI)
-    return ("<!doctype html><html lang=\"zh\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title>{links}{math_css}<style>{fonts}{PRINT_CSS}</style>{scripts}"
-            '</head><body class="md-typeset"><div class="md-typeset">'
-            f'<div class="print-cover"><h1>{html.escape(title)}</h1><p>{html.escape(description)}</p><p>印刷版</p></div>'
-            f'<nav class="print-toc print-page"><h2>目录</h2><ol>{"".join(toc)}</ol></nav>'
-            + articles + "</div></body></html>")
+    return render("print.html.j2", title=title, description=description, sheets=sheets,
+                  style=markup(math_css + fonts + PRINT_CSS), scripts=markup(scripts), toc=toc, sections=sections)
 
 
 def build(site_dir: Path, entries: list[Entry], title: str, description: str = "", timeout_s: float = 600) -> Path:
@@ -211,15 +228,18 @@ def build(site_dir: Path, entries: list[Entry], title: str, description: str = "
         Path(tmp).unlink(missing_ok=True)
 
 
+NOT_PRINTED = ("authoring", "maintainers")  # pages for people writing or maintaining the book, not its readers
+
+
 def entries(nav: object) -> list[Entry]:
     """The pages of MkDocs' navigation in order, each with the top-level section it belongs to (its part);
-    the authors' pages (``authoring*``) are for people writing the book, not for its readers, and are left out."""
+    the authors' and maintainers' pages (:data:`NOT_PRINTED`) are left out."""
     out: list[Entry] = []
 
     def walk(items: list, part: str) -> None:
         for item in items:
             if getattr(item, "is_page", False):
-                if not item.url.startswith("authoring"):
+                if not item.url.startswith(NOT_PRINTED):
                     out.append(Entry(item.url, item.title or item.url, part))
             elif getattr(item, "is_section", False):
                 walk(item.children, part or item.title)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Iterable
 
 from transformer_book.book.files import atomic_write_bytes
+from transformer_book.book.memo import Memo, file_version
 
 URI = "assets/fonts/book-cjk.woff2"  # declared by the site's stylesheet (@font-face)
 
@@ -65,17 +66,12 @@ def source_characters(paths: Iterable[Path], code: Iterable[Path] = ()) -> str:
     return "".join(sorted(chars))
 
 
-_READ: dict[Path, tuple[int, int, frozenset[str]]] = {}  # file -> (size, mtime, its characters): serve rebuilds
+_CHARACTERS: Memo[frozenset[str]] = Memo("characters of a file")  # by the file's version: serve rebuilds
 
 
 def _characters_of(path: Path) -> frozenset[str]:
-    st = path.stat()
-    hit = _READ.get(path)
-    if hit is not None and hit[:2] == (st.st_size, st.st_mtime_ns):
-        return hit[2]
-    found = frozenset(CJK.findall(path.read_text(encoding="utf-8", errors="ignore")))
-    _READ[path] = (st.st_size, st.st_mtime_ns, found)
-    return found
+    return _CHARACTERS.get(path, file_version(path),
+                           lambda: frozenset(CJK.findall(path.read_text(encoding="utf-8", errors="ignore"))))
 
 
 def _text_files(folder: Path, suffixes: tuple[str, ...]) -> Iterable[Path]:

@@ -85,13 +85,10 @@ def citations(docs_dir: Path) -> Iterator[tuple[str, str, str, str]]:
 def index(docs_dir: Path, record_paths: dict[str, Path]) -> list[CitedClaim]:
     """Every claim cited by a page, and every recorded claim no page cites (with an empty ``where``)."""
     found: dict[tuple[str, str], CitedClaim] = {}
-    loaded: dict[str, dict[str, Any] | None] = {}
 
-    def record(sid: str) -> dict[str, Any] | None:
-        if sid not in loaded:
-            path = record_paths.get(sid)
-            loaded[sid] = records.read(path) if path is not None else None
-        return loaded[sid]
+    def record(sid: str) -> dict[str, Any] | None:  # records.read remembers each record file by its version
+        path = record_paths.get(sid)
+        return records.read(path) if path is not None else None
 
     def claim_of(sid: str, key: str) -> Claim | None:
         data = ((record(sid) or {}).get("results") or {}).get(key)

@@ -6,7 +6,7 @@ from collections import defaultdict
 from typing import Any, Iterable
 
 from transformer_book.book.checking.drift import Change
-from transformer_book.book.session import BuildState
+from transformer_book.book.state import BuildState
 
 ACCEPT = "python -m transformer_book accept"
 RUN = "python -m transformer_book run"
