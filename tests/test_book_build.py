@@ -165,7 +165,7 @@ def test_no_heading_contains_math() -> None:
     assert offenders == []
 
 
-def test_the_site_ships_its_chinese_web_font_as_a_subset_linked_from_its_stylesheet(built_site: Path) -> None:
+def test_the_site_ships_its_chinese_web_font_as_a_subset_each_page_loads_after_it_has_loaded(built_site: Path) -> None:
     """The font holds only what the site shows (that it holds every character shown, the browser checks:
     tests/test_browser.py)."""
     font = built_site / "assets" / "fonts" / "book-cjk.woff2"
