@@ -100,7 +100,7 @@ def contexts(chromium):
 
 
 # The page as a reader has it once it has settled: fonts in, Material started, scrolling boxes marked
-# (book/site/regions.py marks them when the browser is idle), no colour half-way through a transition.
+# (book/site/page_script.py marks them when the browser is idle), no colour half-way through a transition.
 SETTLE = """
 async () => {
   await document.fonts.ready;

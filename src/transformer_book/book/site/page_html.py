@@ -1,11 +1,18 @@
 """Small fixes to every rendered page, for a reader on a phone and for a reader who does not see the screen.
 
+All but the web font's loader are made on the page's parse (:mod:`.html_edit`), in one pass (:func:`fix`):
+
 * **Figures sized before they load.** The engine's figures are ``<img>`` of SVG files under
   ``assets/generated/``; without a size the browser lays the page out with an empty box and moves the text
   below when the picture arrives (layout shift). Each gets ``width``/``height`` from its SVG (the book's
   style sheet keeps ``max-width: 100%; height: auto``: the box has the picture's proportions at any width),
-  and all but the first load lazily (``loading="lazy"``: pictures far down the page do not compete with the
-  text).
+  ``decoding="async"``, and all but the first load lazily (``loading="lazy"``: pictures far down the page do
+  not compete with the text).
+* **Code folds parsed only when opened.** The code under a result (``??? example``) and a function's source
+  in the code reference are folded; on §11 or an API page they are most of the page's elements, which the
+  browser builds and the theme's script walks on every view, though few readers open them. The content
+  of a closed code fold goes into a ``<template>``: still in the page (search, the print edition and tests
+  read it), but inert until the fold opens, when the page script (:mod:`.page_script`) puts it in place.
 * **The web font off the critical path.** The Chinese web font (360 KB) is the largest file a page loads. A
   page first draws its Chinese in the reader's own Chinese font and switches to the book's once it has
   loaded, or at once where an earlier page loaded the font (:data:`FONT_LOADER`; book.css explains why
@@ -23,10 +30,10 @@ import posixpath
 import re
 from typing import Callable
 
+from transformer_book.book.site import html_edit
+
 from transformer_book.book.site.webfont import FAMILY, PLACEHOLDER_URI, UNICODE_RANGE, URI
 
-_IMG = re.compile(r"<img\b[^>]*>")
-_SRC = re.compile(r'\bsrc="([^"]+)"')
 _SVG_TAG = re.compile(r"<svg\b[^>]*>", re.S)
 _LENGTH = re.compile(r"^\s*([0-9.]+)\s*(px|pt|pc|mm|cm|in)?\s*$")
 _TO_PX = {None: 1.0, "px": 1.0, "pt": 4 / 3, "pc": 16.0, "mm": 96 / 25.4, "cm": 96 / 2.54, "in": 96.0}
@@ -62,32 +69,6 @@ def _here(page_url: str) -> str:
     return page_url if page_url.endswith("/") or not page_url else posixpath.dirname(page_url) + "/"
 
 
-def size_figures(page_html: str, page_url: str, svg_of: Callable[[str], str | None]) -> str:
-    """Every ``<img>`` of a generated SVG gets its size (``svg_of``: the SVG's text by its path in the site)
-    and ``decoding="async"``, and all but the first ``loading="lazy"``."""
-    here = _here(page_url)
-    first = [True]
-
-    def one(m: re.Match[str]) -> str:
-        tag = m.group(0)
-        src = _SRC.search(tag)
-        if src is None or " width=" in tag:
-            return tag
-        path = posixpath.normpath(posixpath.join(here, html.unescape(src.group(1)))).lstrip("/")
-        if not path.startswith(GENERATED) or not path.endswith(".svg"):
-            return tag
-        svg = svg_of(path)
-        size = svg_size(svg) if svg else None
-        if size is None:
-            return tag
-        # the page's first figure may be on its first screen: it loads at once, the others when scrolled near
-        extra = f' width="{size[0]}" height="{size[1]}"' + ("" if first[0] else ' loading="lazy"') + ' decoding="async"'
-        first[0] = False
-        return tag[:-2].rstrip() + extra + " />" if tag.endswith("/>") else tag[:-1] + extra + ">"
-
-    return _IMG.sub(one, page_html)
-
-
 FONT_KEY = "book-cjk"  # in localStorage: a page has loaded the web font (it is in the browser's cache)
 # In each page's head: the web font is added to the page (FontFace) at once where an earlier page loaded it
 # (it is cached: the text waits for it, "block"), else once this page has loaded and the browser is idle
@@ -121,26 +102,49 @@ def font_loader(page_html: str, page_url: str) -> str:
     return page_html[:end] + head + page_html[end:]
 
 
-_SEARCH_DIALOG = '<div class="md-search" data-md-component="search" role="dialog">'
 SEARCH_NAME = "搜索"  # Material's own word for it (its search box's label in Chinese)
-
-
-def search_dialog_name(page_html: str) -> str:
-    """Material's search dialog has no name (axe-core: ``aria-dialog-name``): it gets one."""
-    return page_html.replace(_SEARCH_DIALOG, _SEARCH_DIALOG[:-1] + f' aria-label="{SEARCH_NAME}">', 1)
-
-
-_EMPTY_TH = re.compile(r"<th(\s[^>]*)?>\s*</th>")
-
-
-def empty_header_cells(page_html: str) -> str:
-    """``<th></th>`` (a table's empty corner) → ``<td></td>``."""
-    return _EMPTY_TH.sub(lambda m: f"<td{m.group(1) or ''}></td>", page_html)
+CODE_FOLDS = {"example", "mkdocstrings-source"}  # as print_edition names them
+FOLD_MARK = "data-book-fold"  # on the <template> of a code fold's content (page_script opens it)
 
 
 def fix(page_html: str, page_url: str, svg_of: Callable[[str], str | None], webfont: bool) -> str:
-    page_html = size_figures(search_dialog_name(empty_header_cells(page_html)), page_url, svg_of)
+    """The page with the fixes above; ``svg_of``: a generated SVG's text by its path in the site."""
+    here = _here(page_url)
+    elements = html_edit.parse(page_html)
+    changes: list[tuple[int, int, str]] = []
+    first_figure = True
+    folds = [e for e in elements if e.tag == "details" and e.classes & CODE_FOLDS and not e.has("open")]
+    for e in elements:
+        if e.tag == "img":
+            size = _generated_size(e, here, svg_of)
+            if size is not None:
+                attrs = [(n, v) for n, v in e.attrs if n not in ("width", "height", "loading", "decoding")]
+                attrs += [("width", str(size[0])), ("height", str(size[1]))]
+                attrs += ([] if first_figure else [("loading", "lazy")]) + [("decoding", "async")]
+                first_figure = False
+                changes.append((e.start, e.open_end, e.start_tag(attrs)))
+        elif e.tag == "th" and not e.inner(page_html).strip():
+            changes.append((e.start, e.end, e.start_tag(e.attrs).replace("<th", "<td", 1) + "</td>"))
+        elif e.tag == "div" and "md-search" in e.classes and e.get("role") == "dialog" and not e.has("aria-label"):
+            changes.append((e.start, e.open_end, e.start_tag(e.attrs + [("aria-label", SEARCH_NAME)])))
+        elif e in folds and not any(e is not f and e.within(f) for f in folds):
+            summary = e.first("summary")
+            if summary is not None and summary.end < e.close:
+                changes.append((summary.end, summary.end, f"<template {FOLD_MARK}>"))
+                changes.append((e.close, e.close, "</template>"))
+    page_html = html_edit.edit(page_html, changes)
     return font_loader(page_html, page_url) if webfont else page_html
+
+
+def _generated_size(img: html_edit.Element, here: str, svg_of: Callable[[str], str | None]) -> tuple[int, int] | None:
+    src = img.get("src")
+    if not src or img.has("width"):
+        return None
+    path = posixpath.normpath(posixpath.join(here, src)).lstrip("/")
+    if not path.startswith(GENERATED) or not path.endswith(".svg"):
+        return None
+    svg = svg_of(path)
+    return svg_size(svg) if svg else None
 
 
 _FONT_FACE = re.compile(r"@font-face\s*\{[^}]*\}", re.S)

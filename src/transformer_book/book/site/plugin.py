@@ -20,7 +20,7 @@ from mkdocs.structure.files import File, Files
 from transformer_book.book.checking import drift_page
 from transformer_book.book.site import config as book_config
 from transformer_book.book.site import fix_notebook_html, fix_search, mathjax, page_html, print_edition, report
-from transformer_book.book.site import regions
+from transformer_book.book.site import page_script
 from transformer_book.book.site.site_font import SiteFont, font_file
 from transformer_book.book.rendering import claim_index, origin, page_notebook, pages
 from transformer_book.book.execution import pool
@@ -108,7 +108,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                 log.info(f"formulas are typeset in the reader's browser: {why_not}")
             store = None if why_not else mathjax.Store(self._cache_root() / "math")
             self.math = mathjax.SiteMath(store, log.warning)
-        for script in (*origin.SCRIPTS, regions.URI):  # the engine's own scripts and styles, shipped with the site
+        for script in (*origin.SCRIPTS, page_script.URI):  # the engine's own scripts and styles, shipped with the site
             if script not in [str(s) for s in config.extra_javascript]:
                 config.extra_javascript.append(script)
         for style in origin.STYLES:
@@ -249,7 +249,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                     files.append(File.generated(config, origin.record_target(sid), abs_src_path=str(st.snippet.record_path)))
         for uri, path in origin.assets().items():
             files.append(File.generated(config, uri, abs_src_path=str(path)))
-        files.append(File.generated(config, regions.URI, content=regions.SCRIPT))
+        files.append(File.generated(config, page_script.URI, content=page_script.SCRIPT))
         self.files = files  # the generated figures, for the sizes of their <img> (page_html)
         if self.session is not None and files.get_file_from_path(claim_index.PAGE) is None:
             # the authors' guide page of every claim beside its sentence, from the records as they are now
