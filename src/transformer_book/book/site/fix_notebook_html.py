@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from transformer_book.book.files import atomic_write_text
-from transformer_book.book.site import html_edit
+from transformer_book.book.site import css_prune, html_edit
 
 STYLES = "assets/notebook"
 INLINE_LIMIT = 20_000  # a style block longer than this is moved to a shared file
@@ -109,15 +109,20 @@ def without_external_scripts(html_text: str) -> str:
 
 
 def external_styles(html_text: str, page_url: str, site_dir: Path) -> str:
-    """Move the long ``<style>`` blocks (JupyterLab's theme, ~570 KB with its icons) into files under
-    ``assets/notebook/`` named by their content, linked from the page: every notebook page shares one copy
-    that the browser caches, and the page itself stays light (tests/test_site_links.py keeps a budget)."""
+    """Move the long ``<style>`` blocks (JupyterLab's theme, ~570 KB with its icons), cut down to the rules the
+    page can use (:mod:`.css_prune`: ~10 % of it), into files under ``assets/notebook/`` named by their
+    content, linked from the page: the page itself stays light (tests/test_site_links.py keeps a budget), and
+    notebook pages with the same classes share one copy that the browser caches."""
     here = page_url if page_url.endswith("/") or not page_url else posixpath.dirname(page_url) + "/"
     changes = []
-    for e in html_edit.parse(html_text):
+    elements = html_edit.parse(html_text)
+    classes = {c for e in elements for c in e.classes}
+    variables = set(re.findall(r"var\(\s*(--[\w-]+)", html_text))  # read by the page's own inline styles
+    for e in elements:
         if e.tag != "style" or len(e.inner(html_text)) < INLINE_LIMIT:
             continue
-        css = e.inner(html_text).removeprefix("\n")
+        # only what this page can use (css_prune): JupyterLab's theme is for every widget JupyterLab has
+        css = css_prune.prune(e.inner(html_text).removeprefix("\n"), classes, variables)
         name = f"{STYLES}/{hashlib.sha256(css.encode()).hexdigest()[:16]}.css"
         target = site_dir / name
         if not target.exists():
