@@ -12,7 +12,7 @@ import posixpath
 import re
 from pathlib import Path
 
-from transformer_book.book.files import atomic_write_text
+from transformer_book.book.files import atomic_write_bytes, atomic_write_text
 from transformer_book.book.site import css_prune, html_edit
 
 STYLES = "assets/notebook"
@@ -32,7 +32,54 @@ def fix(html_text: str, page_url: str = "", site_dir: Path | None = None) -> str
     markup of the other pages' formulas (:func:`markdown_math`). Chinese headings get the ids the rest of the
     site uses. With ``site_dir``, the notebook CSS moves to a shared file."""
     html_text = markdown_math(chinese_heading_ids(without_external_scripts(html_text)))
-    return external_styles(html_text, page_url, site_dir) if site_dir is not None else html_text
+    if site_dir is None:
+        return html_text
+    return external_images(external_styles(html_text, page_url, site_dir), page_url, site_dir)
+
+
+IMAGE_LIMIT = 4_000  # a data: image longer than this becomes a file
+_DATA_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp);base64,([A-Za-z0-9+/=\s]+)$")
+
+
+def external_images(html_text: str, page_url: str, site_dir: Path) -> str:
+    """The pictures a notebook's cells output (matplotlib's PNGs, inlined by nbconvert as base64: on P08 two
+    thirds of the page's compressed bytes) become files under ``assets/notebook/`` named by their content,
+    each ``<img>`` sized by its picture (the box is reserved before it loads) and loaded lazily: the page's
+    text arrives without them."""
+    import base64
+    import binascii
+
+    here = page_url if page_url.endswith("/") or not page_url else posixpath.dirname(page_url) + "/"
+    changes = []
+    for e in html_edit.parse(html_text):
+        src = e.get("src") or ""
+        m = _DATA_IMAGE.match(src) if e.tag == "img" and len(src) > IMAGE_LIMIT else None
+        if m is None:
+            continue
+        try:
+            data = base64.b64decode(re.sub(r"\s+", "", m.group(2)), validate=True)
+        except (binascii.Error, ValueError):
+            continue
+        ext = "jpg" if m.group(1) == "jpeg" else m.group(1)
+        name = f"{STYLES}/{hashlib.sha256(data).hexdigest()[:16]}.{ext}"
+        target = site_dir / name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(target, data)
+        attrs = [(k, v) for k, v in e.attrs if k not in ("src", "loading", "decoding")]
+        attrs.insert(0, ("src", posixpath.relpath(name, here.rstrip("/") or ".")))
+        size = _png_size(data) if ext == "png" else None
+        if size is not None and not e.has("width") and not e.has("height"):
+            attrs += [("width", str(size[0])), ("height", str(size[1]))]
+        attrs += [("loading", "lazy"), ("decoding", "async")]
+        changes.append((e.start, e.open_end, e.start_tag(attrs)))
+    return html_edit.edit(html_text, changes)
+
+
+def _png_size(data: bytes) -> tuple[int, int] | None:
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        return None
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
 _RAW = {"code", "pre", "script", "style", "kbd", "samp"}  # their text is never TeX
