@@ -7,7 +7,9 @@ second. :func:`prune` keeps
 
 * every rule one of whose selectors can match the page: all the classes it names are in the page (the
   page's HTML, plus the ``md-`` classes Material's script adds); a selector whose match cannot be read
-  off its text (``:is()``, ``:where()``, ``:has()``, an attribute test on ``class``, an escape) is kept;
+  off its text (``:is()``, ``:where()``, ``:has()``, an attribute test on ``class``, an escape) is kept,
+  one that puts the root element inside another (the theme's ``.jupyter-wrapper :root``, scoped by
+  mkdocs-jupyter) is not;
 * every at-rule block (``@media``, ``@supports`` …) with the rules kept inside it, and every other at-rule
   (``@font-face``, ``@keyframes`` …) as it is;
 * of the custom properties (``--jp-…: value``) only those some kept declaration reads, directly or through
@@ -144,7 +146,12 @@ def _without_not(selector: str) -> str:
         selector = selector[:m.start()] + selector[end + 1:]
 
 
+_ROOT_INSIDE = re.compile(r"[\s>+~]\s*:root\b")  # the root element inside another: never (``.x :root``)
+
+
 def may_match(selector: str, classes: set[str]) -> bool:
+    if _ROOT_INSIDE.search(selector.strip()):
+        return False
     if _UNREADABLE.search(selector):
         return True
     return all(c in classes or c.startswith("md-") for c in _CLASS.findall(_without_not(selector)))

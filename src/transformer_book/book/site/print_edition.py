@@ -67,6 +67,7 @@ mjx-container svg { max-width: 100%; }
 .book-notebook-download, .md-content__button, .headerlink, .book-src-anchor, .book-origin-badge {
   display: none !important; }
 a { color: inherit; }
+* { content-visibility: visible !important; }  /* book.css lets the screen skip far cells; paper has them all */
 """
 
 FOOTER = ('<div style="width:100%;font-size:8px;color:#666;text-align:center;font-family:sans-serif">'
