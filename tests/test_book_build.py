@@ -102,11 +102,21 @@ def test_the_site_loads_nothing_from_the_internet(built_site: Path) -> None:
     assert offenders == []
 
 
-def test_math_is_rendered_by_a_mathjax_shipped_with_the_site(built_site: Path) -> None:
+def test_math_is_typeset_when_the_book_is_built(built_site: Path) -> None:
+    """The formulas arrive as SVG (MathJax ran at build time, book/site/mathjax.py): no TeX left, no math
+    script; the glyphs the page's formulas use are in one hidden sheet, MathJax's small style sheet inline.
+    MathJax still ships with the site, for a build where no Chromium typesets (pages then load it)."""
+    from transformer_book.book.site import mathjax
+
     assert (built_site / "assets" / "mathjax" / "tex-svg-full.js").stat().st_size > 1_000_000
     page = (built_site / "lecture07" / "s03-scaling" / "index.html").read_text(encoding="utf-8")
-    assert '<script src="../../assets/mathjax/tex-svg-full.js"></script>' in page
-    assert 'class="arithmatex"' in page
+    assert 'class="arithmatex"' in page and "<mjx-container" in page
+    assert mathjax.typeset_already(page), "raw TeX left in the page"
+    assert "tex-svg-full.js" not in page and "MathJax =" not in page
+    assert page.count(f'id="{mathjax.CACHE_ID}"') == 1 and page.count(f'id="{mathjax.STYLE_ID}"') == 1
+    used = set(re.findall(r'href="#(MJX-[A-Z0-9-]+)"', page))
+    defined = set(re.findall(r'<path id="(MJX-[A-Z0-9-]+)"', page))
+    assert used and used <= defined, f"glyphs used but not defined: {sorted(used - defined)[:5]}"
 
 
 def test_generated_tables_figures_and_inline_numbers_are_in_the_pages(built_site: Path) -> None:
@@ -155,11 +165,18 @@ def test_no_heading_contains_math() -> None:
     assert offenders == []
 
 
-def test_the_site_ships_its_chinese_web_font_as_a_subset_linked_from_its_stylesheet(built_site: Path) -> None:
+def test_the_site_ships_its_chinese_web_font_as_a_subset_each_page_loads_after_it_has_loaded(built_site: Path) -> None:
     """The font holds only what the site shows (that it holds every character shown, the browser checks:
     tests/test_browser.py)."""
     font = built_site / "assets" / "fonts" / "book-cjk.woff2"
     assert font.read_bytes()[:4] == b"wOF2"
     assert font.stat().st_size < 1_500_000, "the subset should hold only the characters the site uses"
+    # The pages add the font themselves once loaded (page_html.FONT_LOADER); book.css names it first in every
+    # stack and declares the placeholder the text is laid out in meanwhile where no Chinese font exists.
+    page = (built_site / "lecture07" / "s02-self-attention" / "index.html").read_text(encoding="utf-8")
+    head = page.split("</head>", 1)[0]
+    assert '"../../assets/fonts/book-cjk.woff2"' in head and "new FontFace(" in head
+    assert 'href="../../assets/fonts/book-cjk-placeholder.woff2" as="font"' in head
     css = (built_site / "stylesheets" / "book.css").read_text(encoding="utf-8")
-    assert 'url("../assets/fonts/book-cjk.woff2")' in css
+    assert 'url("../assets/fonts/book-cjk-placeholder.woff2")' in css
+    assert (built_site / "assets" / "fonts" / "book-cjk-placeholder.woff2").stat().st_size < 10_000

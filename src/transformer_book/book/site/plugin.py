@@ -19,7 +19,8 @@ from mkdocs.structure.files import File, Files
 
 from transformer_book.book.checking import drift_page
 from transformer_book.book.site import config as book_config
-from transformer_book.book.site import fix_notebook_html, fix_search, mathjax, print_edition, report
+from transformer_book.book.site import fix_notebook_html, fix_search, mathjax, page_html, print_edition, report
+from transformer_book.book.site import page_script
 from transformer_book.book.site.site_font import SiteFont, font_file
 from transformer_book.book.rendering import claim_index, code_excerpt, origin, page_notebook, pages
 from transformer_book.book.execution import pool
@@ -58,6 +59,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.print_pdf = False  # this build prints the book into a PDF (print_edition)
         self.nav: Any = None
         self.excerpts: code_excerpt.Excerpts | None = None  # {{ code … }}: the package's source beside the prose
+        self.math: mathjax.SiteMath | None = None  # the formulas of this build's pages
+        self.files: Files | None = None  # this build's files (on_files)
 
     # -- set-up --------------------------------------------------------------------------------------
 
@@ -102,15 +105,23 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             if why_not:
                 log.info(f"print edition skipped: {why_not}")
             self.print_pdf = not why_not
-        if cfg.mathjax and mathjax.URI not in [str(s) for s in config.extra_javascript]:
-            config.extra_javascript.append(mathjax.URI)
-        for script in origin.SCRIPTS:  # the engine's own scripts and styles, shipped with the site
+        self.math = None
+        if cfg.mathjax:  # formulas typeset by the build (or, where it cannot, by MathJax in the reader's browser)
+            why_not = "mkdocs serve shows a new formula at once" if self.serving else mathjax.unavailable()
+            if why_not and not self.serving:
+                log.info(f"formulas are typeset in the reader's browser: {why_not}")
+            store = None if why_not else mathjax.Store(self._cache_root() / "math")
+            self.math = mathjax.SiteMath(store, log.warning)
+        for script in (*origin.SCRIPTS, page_script.URI):  # the engine's own scripts and styles, shipped with the site
             if script not in [str(s) for s in config.extra_javascript]:
                 config.extra_javascript.append(script)
         for style in origin.STYLES:
             if style not in [str(s) for s in config.extra_css]:
                 config.extra_css.append(style)
         return config
+
+    def _cache_root(self) -> Path:
+        return self.session.cache.root if self.session is not None else self.project_root / ".book-cache"
 
     def _start_early(self, config: Any) -> None:
         """Start in the background what the build will wait for later, so that it overlaps the wait for the
@@ -248,6 +259,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                     files.append(File.generated(config, origin.record_target(sid), abs_src_path=str(st.snippet.record_path)))
         for uri, path in origin.assets().items():
             files.append(File.generated(config, uri, abs_src_path=str(path)))
+        files.append(File.generated(config, page_script.URI, content=page_script.SCRIPT))
+        self.files = files  # the generated figures, for the sizes of their <img> (page_html)
         if self.session is not None and files.get_file_from_path(claim_index.PAGE) is None:
             # the authors' guide page of every claim beside its sentence, from the records as they are now
             found = {sid: snip.record_path for sid, snip in self.session.discover().items()}
@@ -403,11 +416,24 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
     def on_post_page(self, output: str, *, page: Any, config: Any) -> str:
         if page.file.src_uri.endswith(".ipynb"):
             output = fix_notebook_html.fix(output, page.url, Path(config.site_dir))
+        output = page_html.fix(output, page.url, self._generated_svg, bool(self.config.webfont))
+        if self.math is not None:
+            output = self.math.page(output, page.url, page.file.dest_uri)
         nb = self.notebooks.get(page.file.src_uri)
         if nb is not None:
             folder, name = page_notebook.site_location(page.url, page.file.src_uri)
             page_notebook.write(Path(config.site_dir), folder, name, nb)
         return output
+
+    def _generated_svg(self, path: str) -> str | None:
+        """A generated figure's SVG by its path in the site (what page_html sizes its <img> by)."""
+        f = self.files.get_file_from_path(path) if self.files is not None else None
+        if f is None:
+            return None
+        try:
+            return f.content_string
+        except (OSError, UnicodeDecodeError):
+            return None
 
     # -- the end -------------------------------------------------------------------------------------
 
@@ -442,10 +468,14 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         if written is not None:
             out, n, how = written
             log.debug(f"Chinese web font: {n} characters, {out.stat().st_size // 1024} KB ({how})")
+        if self.math is not None:  # after the font: \text{…} in a formula is measured in it
+            typeset, finished = self.math.finish(site_dir)
+            if finished:
+                log.info(f"formulas: {typeset} typeset at build time, {finished} page(s) finished")
         if self.background is not None:
             self.background.release()  # the pages are written: now the snippets may have the cores
         for warning in fix_search.patch(site_dir):
-            log.warning(warning + " (tests/test_browser.py checks that typed Chinese terms are searched whole)")
+            log.warning(warning + " (tests/test_browser.py checks the search: whole Chinese terms, the index on demand)")
         if self.print_pdf and self.nav is not None:
             self._print(site_dir, config)
         if self.state is None or not self.options.execute or self.session is None:

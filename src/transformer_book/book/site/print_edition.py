@@ -7,7 +7,7 @@ page (which then ships, far over the 500 KB page budget, and is searched and lin
 built pages, as a reader's browser shows them: the articles of the built site (found and edited by
 :mod:`.html_edit`) are joined, in navigation order, by the template ``templates/print.html.j2`` into one
 temporary HTML file beside the site (deleted after printing, never shipped), with the site's
-own style sheets, web font and MathJax plus a print style sheet (``PRINT_CSS``); headless Chromium, driven
+own style sheets, web font and typeset formulas plus a print style sheet (``PRINT_CSS``); headless Chromium, driven
 by playwright, waits for the fonts and formulas, then prints it with page numbers in the footer and a PDF
 outline of the headings. Figures, tables, formulas and generated values are exactly those of the site.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from transformer_book.book.html_pages import markup, render
-from transformer_book.book.site import html_edit
+from transformer_book.book.site import html_edit, mathjax, page_html, webfont
 
 PDF_NAME = "transformer-book.pdf"
 CHROMIUM = Path(os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium"))
@@ -67,6 +67,7 @@ mjx-container svg { max-width: 100%; }
 .book-notebook-download, .md-content__button, .headerlink, .book-src-anchor, .book-origin-badge {
   display: none !important; }
 a { color: inherit; }
+* { content-visibility: visible !important; }  /* book.css lets the screen skip far cells; paper has them all */
 """
 
 FOOTER = ('<div style="width:100%;font-size:8px;color:#666;text-align:center;font-family:sans-serif">'
@@ -151,6 +152,8 @@ def article(site_dir: Path, entry: Entry, known: set[str]) -> str:
             attrs.append((name, value))
         if element.tag == "details" and not element.has("open"):
             attrs.append(("open", None))
+        if element.tag == "img" and element.get("loading") == "lazy":  # all printed: none waits for a scroll
+            attrs = [(name, value) for name, value in attrs if name != "loading"]
         if attrs != element.attrs:
             changes.append((element.start, element.open_end, element.start_tag(attrs)))
     return html_edit.edit(body, changes)
@@ -172,8 +175,22 @@ def combine(site_dir: Path, entries: list[Entry], title: str, description: str =
         part = e.part
         toc.append({"part": False, "id": page_id(e.url), "title": e.title, "indent": 1.2 if e.part else 0})
         sections.append({"part": False, "id": page_id(e.url), "article": markup(article(site_dir, e, known))})
-    return render("print.html.j2", title=title, description=description, sheets=sheets, style=markup(PRINT_CSS),
-                  toc=toc, sections=sections)
+    # The formulas were typeset when the site was built (mathjax.SiteMath): their style sheet comes along.
+    # A site whose pages typeset in the browser instead (no build-time typesetting) prints with MathJax.
+    math_css, scripts = "", ""
+    opening = f'<style id="{mathjax.STYLE_ID}">'
+    for e in entries:
+        page = _html_file(site_dir, e.url).read_text(encoding="utf-8")
+        at = page.find(opening)  # a style element's text holds no "</style>"
+        if at >= 0:
+            math_css = page[at + len(opening):page.index("</style>", at)]
+        if mathjax.formulas(page):
+            scripts = f'<script>{mathjax.config_script()}</script><script src="{mathjax.URI}"></script>'
+    fonts = page_html.blocking_font_faces(site_dir, sheets)  # on paper, text waits for its font
+    if (site_dir / webfont.URI).exists():  # the pages add it by script (page_html.FONT_LOADER)
+        fonts += webfont.font_face(webfont.URI)
+    return render("print.html.j2", title=title, description=description, sheets=sheets,
+                  style=markup(math_css + fonts + PRINT_CSS), scripts=markup(scripts), toc=toc, sections=sections)
 
 
 def build(site_dir: Path, entries: list[Entry], title: str, description: str = "", timeout_s: float = 600) -> Path:
@@ -193,8 +210,8 @@ def build(site_dir: Path, entries: list[Entry], title: str, description: str = "
                 page.set_default_timeout(timeout_s * 1000)
                 page.goto(Path(tmp).as_uri(), wait_until="load")
                 page.evaluate("document.fonts.ready.then(() => 0)")
-                page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.promise")
-                page.evaluate("MathJax.startup.promise.then(() => 0)")
+                page.evaluate("window.MathJax && MathJax.startup && MathJax.startup.promise"
+                              " ? MathJax.startup.promise.then(() => 0) : 0")
                 broken = page.evaluate("[...document.images].filter(i => !i.complete || i.naturalWidth === 0)"
                                        ".map(i => i.getAttribute('src'))")
                 if broken:

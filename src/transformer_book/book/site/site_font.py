@@ -45,7 +45,9 @@ class SiteFont:
         if self.path is None or self.cache_dir is None:
             return None
         started, self.job = self.job, None
-        return webfont.write(site_dir, webfont.URI, self.path, self.cache_dir, started)
+        written = webfont.write(site_dir, webfont.URI, self.path, self.cache_dir, started)
+        webfont.write_placeholder(site_dir, self.path, self.cache_dir)  # what the text is laid out in meanwhile
+        return written
 
 
 def font_file(option: Any, project_root: Path) -> Path | None:

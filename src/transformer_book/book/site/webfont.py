@@ -18,6 +18,7 @@ does no font work.
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 import shutil
 import subprocess
@@ -164,6 +165,99 @@ def write(site_dir: Path, target: str, font: Path, cache_dir: Path, started: Sub
     out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(font_file, out)
     return out, n, how
+
+
+# The code point ranges of CJK above, as the placeholder font covers them; its punctuation keeps the
+# OpenType features a browser trims adjacent punctuation with (CSS text-spacing-trim).
+CJK_RANGES = ((0x2E80, 0x2FFF), (0x3000, 0x303F), (0x3400, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF),
+              (0xFE30, 0xFE4F), (0xFF00, 0xFFEF))
+UNICODE_RANGE = ", ".join(f"U+{lo:04X}-{hi:04X}" for lo, hi in CJK_RANGES)
+FAMILY = "Book CJK"
+PUNCTUATION = ((0x3000, 0x303F), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF))
+SPACING_FEATURES = ["chws", "halt", "vchw", "vhal"]
+PLACEHOLDER_URI = "assets/fonts/book-cjk-placeholder.woff2"  # declared by book.css, preloaded by every page
+
+
+def placeholder(font: Path) -> bytes:
+    """A WOFF2 of about 2 KB that draws nothing but lays Chinese text out exactly as ``font`` does: every
+    CJK code point has a blank glyph with the advance ``font`` gives it (1 em for a Hanzi), the punctuation
+    keeps the font's spacing features, and the vertical metrics are the font's. book.css makes it the last
+    font of the text, preloaded: a machine without any Chinese font (machines with one never reach it)
+    lays the page out in it until the web font arrives — blank space of the right width instead of boxes
+    of another width, which moved every line when the web font came."""
+    from fontTools import subset
+    from fontTools.fontBuilder import FontBuilder
+    from fontTools.misc.timeTools import timestampFromString
+    from fontTools.pens.ttGlyphPen import TTGlyphPen
+    from fontTools.ttLib import TTFont
+    from fontTools.ttLib.tables._c_m_a_p import CmapSubtable
+
+    src = TTFont(str(font), lazy=True)
+    cmap, hmtx, upm = src.getBestCmap(), src["hmtx"], src["head"].unitsPerEm
+    options = subset.Options()
+    options.layout_features = SPACING_FEATURES
+    options.notdef_outline, options.glyph_names, options.hinting, options.name_IDs = False, True, False, []
+    marks = subset.load_font(str(font), options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=[cp for lo, hi in PUNCTUATION for cp in range(lo, hi + 1) if cp in cmap])
+    subsetter.subset(marks)  # the punctuation with its spacing features
+    punct = marks.getBestCmap()
+    advance = {cp: (hmtx[cmap[cp]][0] if cp in cmap else upm)
+               for lo, hi in CJK_RANGES for cp in range(lo, hi + 1) if cp not in punct}
+    widths = sorted(set(advance.values()))
+    names = marks.getGlyphOrder() + [f"blank{w}" for w in widths]
+    fb = FontBuilder(upm, isTTF=True)
+    fb.setupGlyphOrder(names)
+    fb.setupCharacterMap({})
+    box = TTGlyphPen(None)  # .notdef has an outline: a glyf table of only empty glyphs is refused (OTS)
+    box.moveTo((100, 0))
+    box.lineTo((100, 700))
+    box.lineTo((500, 700))
+    box.lineTo((500, 0))
+    box.closePath()
+    fb.setupGlyf({n: box.glyph() if n == ".notdef" else TTGlyphPen(None).glyph() for n in names})
+    fb.setupHorizontalMetrics({**{n: (marks["hmtx"][n][0], 0) for n in marks.getGlyphOrder()},
+                               **{f"blank{w}": (w, 0) for w in widths}})
+    hhea, os2 = src["hhea"], src["OS/2"]
+    fb.setupHorizontalHeader(ascent=hhea.ascent, descent=hhea.descent, lineGap=hhea.lineGap)
+    fb.setupNameTable({"familyName": "Book CJK placeholder", "styleName": "Regular"})
+    fb.setupOS2(sTypoAscender=os2.sTypoAscender, sTypoDescender=os2.sTypoDescender, sTypoLineGap=os2.sTypoLineGap,
+                usWinAscent=os2.usWinAscent, usWinDescent=os2.usWinDescent, fsSelection=os2.fsSelection,
+                achVendID="BOOK")
+    fb.setupPost()
+    out = fb.font
+    for tag in ("GDEF", "GPOS", "GSUB"):
+        if tag in marks:
+            out[tag] = marks[tag]
+    out["head"].created = out["head"].modified = timestampFromString("Mon Jan  1 00:00:00 2024")  # same bytes
+    many_to_one = CmapSubtable.newSubtable(13)  # a run of code points sharing one glyph is one group
+    many_to_one.platformID, many_to_one.platEncID, many_to_one.language = 3, 10, 0
+    many_to_one.cmap = {**{cp: f"blank{w}" for cp, w in advance.items()}, **punct}
+    out["cmap"].tables = [many_to_one]
+    out.flavor = "woff2"
+    buf = io.BytesIO()
+    out.save(buf)
+    return buf.getvalue()
+
+
+def font_face(url: str, display: str = "block") -> str:
+    """The ``@font-face`` of the web font at ``url``, for a page that must draw its text in it (the print
+    edition, the page formulas are typeset in). The site's pages load it by script (page_html.FONT_LOADER)."""
+    return (f'@font-face{{font-family:"{FAMILY}";src:url("{url}") format("woff2");font-display:{display};'
+            f"unicode-range:{UNICODE_RANGE}}}")
+
+
+def write_placeholder(site_dir: Path, font: Path, cache_dir: Path) -> Path:
+    """Put :func:`placeholder` of ``font`` at ``site_dir/PLACEHOLDER_URI`` (made once per font, cached)."""
+    key = hashlib.sha256(b"placeholder/1" + font.read_bytes()[:4096] + str(font.stat().st_size).encode()).hexdigest()
+    cached = cache_dir / "placeholder" / f"{key[:24]}.woff2"
+    if not cached.exists():
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(cached, placeholder(font))
+    out = site_dir / PLACEHOLDER_URI
+    out.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(cached, out)
+    return out
 
 
 def main(argv: list[str]) -> int:
