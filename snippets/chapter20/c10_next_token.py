@@ -23,7 +23,7 @@ def compute():
     toy = CharTokenizer.from_text(PHRASE)
     inp, tgt = shift_pairs(toy.encode(PHRASE))
     shift = Table(
-        columns=["", *[f"位置 {t + 1}" for t in range(len(inp))]],
+        columns=["", *[f"位置 {t}" for t in range(len(inp))]],  # 位置从 0 数起，与全书一致
         rows=[["输入", *toy.decode(inp)], ["输入编号", *inp], ["目标", *toy.decode(tgt)], ["目标编号", *tgt]],
     )
 
