@@ -568,6 +568,32 @@ def _record(site: Path, snippet: str) -> dict:
     return json.loads((site / "assets" / "records" / f"{snippet}.record.json").read_text(encoding="utf-8"))
 
 
+def _agrees(shown: str, recorded, fmt: str, kind: str, record: dict, series: str) -> bool:
+    """Does a number the page shows agree with its record? Exact numbers: the record's value in the shown format.
+    Trained numbers: the page shows this build's run, which the drift check held within the record's calibrated
+    band — so within that band (plus half a unit of the shown precision); a series calibration could not band is
+    checked through its claims, and here only as a number in the shown format."""
+    from transformer_book.book.checking.records import calibrated_tolerance
+    from transformer_book.book.results import format_number
+
+    if kind != "trained" or isinstance(recorded, str):
+        if kind == "trained" and isinstance(recorded, str):
+            tol, not_compared = calibrated_tolerance(record, series)
+            return not_compared or shown == format_number(recorded, fmt)
+        return shown == format_number(recorded, fmt)
+    text = shown.replace("−", "-").replace(",", "").rstrip("%")
+    try:
+        value = float(text) / (100 if shown.endswith("%") else 1)
+    except ValueError:
+        return False
+    tol, not_compared = calibrated_tolerance(record, series)
+    if not_compared:
+        return True
+    digits = len(text.split(".")[1]) if "." in text else 0
+    half_unit = 0.5 * 10 ** -digits / (100 if shown.endswith("%") else 1)
+    return abs(value - float(recorded)) <= (tol.abs if tol else 1e-9) + half_unit + 1e-12
+
+
 def _heatmap_pages(site: Path) -> list[str]:
     return sorted(p.parent.relative_to(site).as_posix() + "/" for p in site.rglob("index.html")
                   if "book-grid-data" in p.read_text(encoding="utf-8"))
@@ -604,7 +630,8 @@ def test_every_heatmap_reads_out_three_cells_as_recorded(chromium, site_url: str
             for b in range(boxes.count()):
                 box = boxes.nth(b)
                 snippet, key = box.get_attribute("data-for").rsplit(":", 1)
-                fig = _record(built_site, snippet)["results"][key]
+                record = _record(built_site, snippet)
+                fig = record["results"][key]
                 picks = [0]
                 select = box.locator("select")
                 if select.count():
@@ -624,10 +651,12 @@ def test_every_heatmap_reads_out_three_cells_as_recorded(chromium, site_url: str
                         cell.tap() if phone else cell.hover()
                         text = box.locator(".book-hm-readout").inner_text()
                         row, col = grid["rows"][rows[r]], grid["cols"][c]
-                        value = format_number(values[rows[r]][c], fig["cell_format"])
-                        if not (f"「{row}」" in text and f"「{col}」" in text and text.endswith(f"：{value}")):
-                            problems.append(f"{path} {snippet}:{key} grid {g} cell ({r}, {c}): shows {text!r}, "
-                                            f"recorded {row!r}, {col!r}, {value}")
+                        shown = text.rsplit("：", 1)[-1]
+                        series = f"{key}.{grid['plotted']}"  # a heatmap's values are one calibrated series
+                        if not (f"「{row}」" in text and f"「{col}」" in text
+                                and _agrees(shown, values[rows[r]][c], fig["cell_format"], fig["kind"], record, series)):
+                            problems.append(f"{path} {snippet}:{key} grid {g} cell ({r}, {c}): shows {text!r}, recorded "
+                                            f"{row!r}, {col!r}, {format_number(values[rows[r]][c], fig['cell_format'])}")
                     box.locator('td.book-hm-cell[data-r="0"][data-c="0"]').focus()
                     page.keyboard.press("ArrowRight")
                     if n_c > 1 and page.evaluate("document.activeElement.dataset.c") != "1":
@@ -680,7 +709,8 @@ def test_every_explorable_shows_the_recorded_state_its_controls_pick(chromium, s
     try:
         for path, (snippet, key, walks) in EXPLORABLES.items():
             page.goto(site_url + path, wait_until="load")
-            rec = _record(built_site, snippet)["results"][key]
+            record = _record(built_site, snippet)
+            rec = record["results"][key]
             uid = "ex-" + f"{snippet}-{key}".replace("/", "-").replace("_", "-")  # as the renderer names it
             root = page.locator(f"#{uid}")
             root.locator(".book-ex-controls").wait_for(state="visible")
@@ -700,14 +730,19 @@ def test_every_explorable_shows_the_recorded_state_its_controls_pick(chromium, s
                         option = root.locator(f'input[type="radio"][data-control="{i}"][value="{j}"]')
                         label = option.locator("xpath=..")
                         label.tap() if phone else label.click()
-                state = rec["states"][combos.index(tuple(chosen))]
-                bars = [v for v in rec["show"] if v["view"] == "bars"]
-                want = [format_number(x, v["fmt"]) for v in bars for x in state[v["values"]]]
-                texts = [format_number(state[v["field"]], v["fmt"]) for v in rec["show"] if v["view"] == "text"]
-                got = root.locator(".book-ex-view .book-ex-bar-value").all_inner_texts()
-                got_texts = root.locator(".book-ex-view .book-ex-text-value").all_inner_texts()
-                if got != want or got_texts != texts:
-                    problems.append(f"{path} {walk}: shows {got} {got_texts}, recorded {want} {texts}")
+                index = combos.index(tuple(chosen))
+                state = rec["states"][index]
+                name = ", ".join(f"{c['name']}={c['labels'][j]}" for c, j in zip(rec["controls"], chosen))
+                kinds = rec.get("kinds") or {}
+                want = [(x, v["fmt"], v["values"]) for v in rec["show"] if v["view"] == "bars" for x in state[v["values"]]]
+                want += [(state[v["field"]], v["fmt"], v["field"]) for v in rec["show"] if v["view"] == "text"]
+                got = (root.locator(".book-ex-view .book-ex-bar-value").all_inner_texts()
+                       + root.locator(".book-ex-view .book-ex-text-value").all_inner_texts())
+                agree = len(got) == len(want) and all(
+                    _agrees(g, x, fmt, kinds.get(field, rec["kind"]), record, f"{key}[{name}].{field}")
+                    for g, (x, fmt, field) in zip(got, want))
+                if not agree or root.locator(".book-ex-state").inner_text() != name:
+                    problems.append(f"{path} {walk}: shows {got}, recorded {[format_number(x, f) for x, f, _ in want]}")
         _report(problems, "explorables that show something else than the record")
     finally:
         context.close()
