@@ -788,8 +788,8 @@ def test_figures_stay_legible_in_the_light_and_the_dark_scheme(chromium, site_ur
         assert page.get_attribute("body", "data-md-color-scheme") == expected
         toggle = page.locator("form[data-md-component=palette] label:visible")
         assert toggle.count() == 1, "no light/dark toggle in the header"
-        figures = page.locator(".md-content figure.book-figure img:visible")  # a heatmap's cells may replace its picture
-        assert figures.count() >= 2
+        figures = page.locator(".md-content figure.book-figure img:visible")  # the heatmap's cells replace its picture
+        assert figures.count() >= 1
         problems = []
         for i in range(figures.count()):
             img = figures.nth(i)

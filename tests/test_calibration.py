@@ -50,6 +50,26 @@ def test_a_run_that_jumps_far_beyond_the_others_makes_the_series_unbanded_and_ch
     assert entry["check"] == "claims" and "aten-avx2" in entry["why"]
 
 
+def test_seed_replicates_share_the_widest_band_of_their_family_and_other_series_keep_their_own() -> None:
+    """Four seeds of one experiment measure the same thing: a seed whose eight runs happened to stay close is
+    checked with its family's widest band. A series that only looks similar (no seed suffix), or one of the
+    family that calibration could not band, keeps what calibration said of it."""
+    from transformer_book.book.checking.records import calibrated_tolerance
+
+    rec = _record({f"ppl_seed{i}": Value(4.0, kind="trained") for i in range(3)} | {"ppl": Value(4.0, kind="trained")})
+    moves = {"ppl_seed0": 1e-3, "ppl_seed1": 4e-3, "ppl_seed2": 2e-3, "ppl": 1e-3}
+    runs = _runs({f"jitter-{j}": {k: Value(4.0 + d * (j % 2 * 2 - 1) * j / 4, kind="trained") for k, d in moves.items()}
+                  for j in range(1, 5)})
+    record = write(rec, measure(rec, runs, "part/a"), [], "test")
+    assert calibrated_tolerance(record, "ppl_seed0")[0].abs == pytest.approx(FACTOR * 4e-3)
+    assert calibrated_tolerance(record, "ppl_seed1")[0].abs == pytest.approx(FACTOR * 4e-3)
+    assert calibrated_tolerance(record, "ppl")[0].abs == pytest.approx(FACTOR * 1e-3)
+    record["calibration"]["series"]["ppl_seed1"]["check"] = "claims"
+    tol, not_compared = calibrated_tolerance(record, "ppl_seed0")
+    assert tol.abs == pytest.approx(FACTOR * 2e-3) and not not_compared
+    assert calibrated_tolerance(record, "ppl_seed1")[1]
+
+
 def test_a_claim_margin_inside_its_spread_is_not_robust_and_one_with_room_is() -> None:
     def results(loss: float) -> dict:
         return {"loss": Value(loss, kind="trained"),

@@ -15,8 +15,9 @@ T, D, H = 4, 8, 2
 
 def compute():
     torch.manual_seed(0)
-    mha = MultiHeadAttention(d_model=D, n_heads=H)
-    x = 3 * torch.randn(1, T, D)  # (1, T, d)：放大一些，未训练的投影下两个头的权重才分得开
+    # 参数和输入照常按 float32 随机生成，再换成 float64 计算：图上的每个数因此不随机器的向量指令而变。
+    mha = MultiHeadAttention(d_model=D, n_heads=H).double()
+    x = 3 * torch.randn(1, T, D).double()  # (1, T, d)：放大一些，未训练的投影下两个头的权重才分得开
     with torch.no_grad():
         out, weights = mha(x, need_weights=True)  # (1, T, d)、(1, h, T, T)
         v = mha.in_proj(x).split(D, dim=-1)[2]  # (1, T, d)：值

@@ -210,7 +210,7 @@ class Excerpts:
         fence = "`" * max(3, _longest_backticks(ex.text) + 1)
         return (f'<a id="{html.escape(anchor, quote=True)}" class="book-code-anchor"></a>\n\n'
                 f'{fence}python title="{ex.rel}" linenums="{ex.first}"\n{ex.text}\n{fence}\n\n'
-                f"<small>`{ex.qualname}` 原样取自 `{ex.rel}` 第 {ex.first}–{ex.last} 行 · "
+                f'<small class="book-code-source">`{ex.qualname}` 原样取自 `{ex.rel}` 第 {ex.first}–{ex.last} 行 · '
                 f"代码参考：[`{ex.qualname}`][{ex.api}]</small>\n")
 
     def notebook_markdown(self, ref: pages.Ref) -> str:

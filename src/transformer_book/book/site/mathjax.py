@@ -280,9 +280,9 @@ def unavailable() -> str:
     """Why the build cannot typeset here ("" when it can)."""
     if os.environ.get("BOOK_MATH", "").strip().lower() == "browser":
         return "BOOK_MATH=browser"
-    from transformer_book.book.site import print_edition
+    from transformer_book.book.site import chromium
 
-    return print_edition.unavailable()
+    return chromium.unavailable()
 
 
 HOST = "http://book.invalid/"
@@ -327,13 +327,13 @@ class Typesetter:
     def __init__(self, site_dir: Path, stylesheets: Iterable[str]) -> None:
         from playwright.sync_api import sync_playwright
 
-        from transformer_book.book.site import print_edition, webfont
+        from transformer_book.book.site import chromium, webfont
         from transformer_book.book.site.page_html import blocking_font_faces
 
         self._pw = sync_playwright().start()
         try:
-            self._browser = self._pw.chromium.launch(executable_path=str(print_edition.CHROMIUM), headless=True,
-                                                     args=print_edition.CHROMIUM_ARGS)
+            self._browser = self._pw.chromium.launch(executable_path=str(chromium.CHROMIUM), headless=True,
+                                                     args=chromium.ARGS)
             self.page = self._browser.new_page()
             self.page.set_default_timeout(120_000)
             es5, site = _es5(), site_dir.resolve()

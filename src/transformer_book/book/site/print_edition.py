@@ -29,11 +29,9 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from transformer_book.book.html_pages import markup, render
-from transformer_book.book.site import html_edit, mathjax, page_html, webfont
+from transformer_book.book.site import chromium, html_edit, mathjax, page_html, webfont
 
 PDF_NAME = "transformer-book.pdf"
-CHROMIUM = Path(os.environ.get("BOOK_CHROMIUM", "/usr/bin/chromium"))
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 
 PRINT_CSS = """
 @page { size: A4; margin: 18mm 16mm 20mm 16mm; }
@@ -85,13 +83,7 @@ class Entry:
 
 def unavailable() -> str:
     """Why the PDF cannot be printed here ("" when it can)."""
-    if not CHROMIUM.exists():
-        return f"no Chromium at {CHROMIUM} (set BOOK_CHROMIUM, or install it: apt-get install chromium)"
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return "no playwright to drive Chromium (pip install playwright)"
-    return ""
+    return chromium.unavailable()
 
 
 def page_id(url: str) -> str:
@@ -204,7 +196,7 @@ def build(site_dir: Path, entries: list[Entry], title: str, description: str = "
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(combine(site_dir, entries, title, description))
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+            browser = p.chromium.launch(executable_path=str(chromium.CHROMIUM), headless=True, args=chromium.ARGS)
             try:
                 page = browser.new_page()
                 page.set_default_timeout(timeout_s * 1000)

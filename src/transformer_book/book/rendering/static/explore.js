@@ -27,6 +27,13 @@
     return axis || fallback;
   }
 
+  // 图里有几个刻度标签另上了颜色（比如主语标红）：格子表里用同色的一道边标出它们，字仍是正文的颜色（深浅两种配色都看得清）。
+  function usual(colors) {
+    var count = {}, best = colors[0];
+    colors.forEach(function (c) { count[c] = (count[c] || 0) + 1; if (count[c] > count[best]) best = c; });
+    return best;
+  }
+
   function describe(g, r, c) {
     return name(g.row_name, "行") + "「" + g.rows[r] + "」，" + name(g.col_name, "列") + "「" + g.cols[c] + "」：" + g.values[r][c];
   }
@@ -55,7 +62,7 @@
     for (var c = 0; c < cols; c++) {
       var th = el("th", "book-hm-col", g.cols[c]);
       th.setAttribute("scope", "col");
-      if (g.col_colors) th.style.color = g.col_colors[c];
+      if (g.col_colors && g.col_colors[c] !== usual(g.col_colors)) th.style.boxShadow = "inset 0 -3px 0 " + g.col_colors[c];
       if (String(g.cols[c]).length > 2) th.classList.add("book-hm-vertical");
       hr.appendChild(th);
       colHeads.push(th);
@@ -68,7 +75,7 @@
       var tr = el("tr");
       var rh = el("th", "book-hm-row", g.rows[r]);
       rh.setAttribute("scope", "row");
-      if (g.row_colors) rh.style.color = g.row_colors[r];
+      if (g.row_colors && g.row_colors[r] !== usual(g.row_colors)) rh.style.boxShadow = "inset -3px 0 0 " + g.row_colors[r];
       tr.appendChild(rh);
       rowHeads.push(rh);
       var line = [];
