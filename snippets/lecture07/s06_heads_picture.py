@@ -4,6 +4,7 @@
 把中间的每一个矩阵取出来画成一块块色块；最后核对“拼接后乘 W^O”与模块自己的输出相同。
 """
 
+import numpy as np
 import torch
 
 from transformer_book.book import Claim, Figure, Value, below
@@ -14,10 +15,14 @@ T, D, H = 4, 8, 2
 
 
 def compute():
-    torch.manual_seed(0)
-    # 参数和输入照常按 float32 随机生成，再换成 float64 计算：图上的每个数因此不随机器的向量指令而变。
+    # 随机数取自 numpy、计算用 float64：torch 的随机数和 float32 运算在不同的 CPU 指令集下末位会不同，
+    # 这样图上的每个数在哪台机器上都一样。参数的分布与 nn.Linear 的默认初始化相同：U(−1/√d, 1/√d)。
+    rng = np.random.default_rng(0)
     mha = MultiHeadAttention(d_model=D, n_heads=H).double()
-    x = 3 * torch.randn(1, T, D).double()  # (1, T, d)：放大一些，未训练的投影下两个头的权重才分得开
+    with torch.no_grad():
+        for p in mha.parameters():
+            p.copy_(torch.from_numpy(rng.uniform(-D**-0.5, D**-0.5, size=tuple(p.shape))))
+    x = torch.from_numpy(3 * rng.standard_normal((1, T, D)))  # (1, T, d)：放大一些，未训练的投影下两个头的权重才分得开
     with torch.no_grad():
         out, weights = mha(x, need_weights=True)  # (1, T, d)、(1, h, T, T)
         v = mha.in_proj(x).split(D, dim=-1)[2]  # (1, T, d)：值
