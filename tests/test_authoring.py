@@ -30,8 +30,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     (root / "mkdocs.yml").write_text(config[: config.index("\nnav:")] + "\n", encoding="utf-8")
     shutil.copy2(ROOT / "search-terms.txt", root / "search-terms.txt")
-    for sub in ("stylesheets", "javascripts"):
-        shutil.copytree(ROOT / "docs" / sub, root / "docs" / sub)
+    shutil.copytree(ROOT / "docs" / "stylesheets", root / "docs" / "stylesheets")  # the book's scripts ship with the engine
     # the webfont option names a font relative to mkdocs.yml: the small book ships the same font
     shutil.copytree(ROOT / "src" / "transformer_book" / "fonts", root / "src" / "transformer_book" / "fonts")
     (root / "docs" / "index.md").write_text("# 首页\n", encoding="utf-8")

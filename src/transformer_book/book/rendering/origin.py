@@ -3,8 +3,9 @@
 Every generated value, table, figure and claim carries its origin as one ``data-origin`` attribute (JSON):
 the snippet and result key, the value at full precision, its kind, the tolerance it is checked with, and
 the date and versions of the record it is checked against, with two links — to the snippet's code on the
-same page and to the whole record. ``docs/javascripts/origin.js`` shows it in a popover on hover, focus or
-tap; nothing here depends on JavaScript to be read (the attribute is plain text in the HTML).
+same page and to the whole record. ``rendering/static/origin.js`` (shipped as ``assets/book/origin.js``) shows
+it in a popover on hover, focus or tap; nothing here depends on JavaScript to be read (the attribute is plain
+text in the HTML).
 """
 
 from __future__ import annotations
