@@ -22,18 +22,16 @@ from transformer_book.book.results import EXACT, MEASURED, ROUNDING, TRAINED, Cl
 MEASURED_NOTE = "在构建本书的机器上测得"
 RECORDS = "assets/records"  # the site folder the records are copied to (one JSON file per snippet)
 SCRIPT = "assets/book/origin.js"  # the popover, shipped with the engine (no CDN, no build step)
-STYLE = "assets/book/origin.css"
 EXPLORE_SCRIPT = "assets/book/explore.js"  # heatmaps read cell by cell, explorables' controls
-EXPLORE_STYLE = "assets/book/explore.css"
+STYLE = "assets/book/engine.css"  # the styles of both, one file: one request fewer before a page can paint
 SCRIPTS = (SCRIPT, EXPLORE_SCRIPT)
-STYLES = (STYLE, EXPLORE_STYLE)
+STYLES = (STYLE,)
 
 
 def assets() -> dict[str, Path]:
     """Site path → file of the engine's own script and style."""
     here = Path(__file__).parent / "static"
-    return {SCRIPT: here / "origin.js", STYLE: here / "origin.css",
-            EXPLORE_SCRIPT: here / "explore.js", EXPLORE_STYLE: here / "explore.css"}
+    return {SCRIPT: here / "origin.js", EXPLORE_SCRIPT: here / "explore.js", STYLE: here / "engine.css"}
 
 KIND_TEXT = {
     EXACT: "精确值：确定性计算，每次构建都要与记录相符",

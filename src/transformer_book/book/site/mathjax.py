@@ -16,7 +16,8 @@ MathJax renders them (:meth:`SiteMath.page`); the rest are typeset together at t
 (:meth:`SiteMath.finish`). Where that cannot happen — no Chromium or playwright (the README's set-up is
 pip-only), ``BOOK_MATH=browser``, or ``mkdocs serve``, where a new formula must show at once — the pages
 that have formulas load MathJax themselves, deferred, as before (:func:`client_scripts`): the same
-typesetting, in the reader's browser. The authors' guide (docs/authoring.md, 「公式」) says why.
+typesetting, in the reader's browser. The authors' guide (docs/authoring.md, 「网页在手机上也要快」) says
+why, with the measurements.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from mkdocs.config.config_options import ExtraScriptValue
 from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
@@ -112,9 +113,14 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                 log.info(f"formulas are typeset in the reader's browser: {why_not}")
             store = None if why_not else mathjax.Store(self._cache_root() / "math")
             self.math = mathjax.SiteMath(store, log.warning)
-        for script in (*origin.SCRIPTS, page_script.URI):  # the engine's own scripts and styles, shipped with the site
+        # The engine's own scripts and styles, shipped with the site. The scripts are deferred: they only
+        # enhance a page that is already readable (popovers, heatmap cells, folds), so they never hold up its
+        # first paint; deferred scripts still run in order, after Material's bundle, before DOMContentLoaded.
+        for script in (*origin.SCRIPTS, page_script.URI):
             if script not in [str(s) for s in config.extra_javascript]:
-                config.extra_javascript.append(script)
+                value = ExtraScriptValue(script)
+                value.defer = True
+                config.extra_javascript.append(value)
         for style in origin.STYLES:
             if style not in [str(s) for s in config.extra_css]:
                 config.extra_css.append(style)
