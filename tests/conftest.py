@@ -34,9 +34,10 @@ import tempfile
 import textwrap
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -429,10 +430,39 @@ def _needs_the_book(item: pytest.Item) -> bool:
     return "whole_book" in getattr(item, "fixturenames", ())
 
 
+# Work on the built site that a test module reads later (the page notebooks: minutes of kernels). It starts in one
+# background thread as soon as the site exists, so it runs on one core while the browser tests use the other,
+# instead of after them. Registered by the module at import; started only if one of its tests was selected.
+_SITE_JOBS: dict[str, Callable[["WholeBook"], Any]] = {}
+_SITE_FUTURES: dict[str, Future] = {}
+_SELECTED: set[str] = set()
+_SITE_POOL: list[ThreadPoolExecutor] = []
+
+
+def when_the_site_is_built(module: str, job: Callable[["WholeBook"], Any]) -> None:
+    """Run ``job(whole_book)`` in the background once the whole book has built (see :func:`site_job`)."""
+    _SITE_JOBS[module] = job
+
+
+def site_job(module: str) -> Any:
+    """The result of ``module``'s background job (waiting for it if it still runs); None if it never started."""
+    future = _SITE_FUTURES.get(module)
+    return future.result() if future is not None else None
+
+
+def _start_site_jobs(book: "WholeBook") -> None:
+    for module, job in _SITE_JOBS.items():
+        if module in _SELECTED and module not in _SITE_FUTURES:
+            if not _SITE_POOL:
+                _SITE_POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="site-job"))
+            _SITE_FUTURES[module] = _SITE_POOL[0].submit(job, book)
+
+
 @pytest.hookimpl(trylast=True)  # after -k / -m have deselected: the order of what will run
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tests that need the whole book run last: the build runs beside all the others."""
     items[:] = [i for i in items if not _needs_the_book(i)] + [i for i in items if _needs_the_book(i)]
+    _SELECTED.update(i.module.__name__ for i in items if getattr(i, "module", None) is not None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -444,6 +474,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    for pool in _SITE_POOL:
+        pool.shutdown(wait=True, cancel_futures=True)
     for book in _WHOLE_BOOK:  # interrupted, or no test asked for it in the end
         book.kill()
         shutil.rmtree(book.folder, ignore_errors=True)
@@ -475,6 +507,7 @@ def built_site(whole_book: WholeBook) -> Path:
             shutil.copyfile(report, ROOT / "artifacts" / "drift-report.html")
         pytest.fail(f"the whole book does not build (fresh, perturbed, on a loaded machine):\n"
                     f"{whole_book.stdout[-4000:]}\n{whole_book.stderr[-8000:]}", pytrace=False)
+    _start_site_jobs(whole_book)
     return whole_book.site
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, WholeBook
+from conftest import ROOT, WholeBook, site_job, when_the_site_is_built
 
 pytestmark = pytest.mark.slow
 
@@ -72,14 +72,22 @@ def _run(path: Path, env: dict[str, str]) -> tuple[float, list[dict], str | None
     return time.perf_counter() - start, shown, error
 
 
+def _run_all(book: WholeBook, kernels: int = 1) -> dict[str, tuple[float, list[dict], str | None]]:
+    notebooks = page_notebooks(book.site)
+    with ThreadPoolExecutor(max_workers=kernels) as pool:
+        return dict(zip(notebooks, pool.map(lambda path: _run(path, book.env), notebooks.values())))
+
+
+# One kernel at a time, started as soon as the whole book is built: it runs beside the browser tests.
+when_the_site_is_built(__name__, _run_all)
+
+
 def test_every_page_notebook_runs_and_shows_the_recorded_results(built_site: Path, whole_book: WholeBook) -> None:
     from transformer_book.book.checking import records
     from transformer_book.book.checking.drift import compare
     from transformer_book.book.results import from_data
 
-    notebooks = page_notebooks(built_site)
-    with ThreadPoolExecutor(max_workers=2) as pool:  # one kernel per core
-        runs = dict(zip(notebooks, pool.map(lambda path: _run(path, whole_book.env), notebooks.values())))
+    runs = site_job(__name__) or _run_all(whole_book, kernels=2)  # not started: one kernel per core, now
     problems, compared = [], 0
     for page, (seconds, shown, error) in sorted(runs.items()):
         print(f"{page}: {seconds:.1f} s, {len(shown)} results shown")
