@@ -20,7 +20,7 @@ def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
     Parameters
     ----------
     x : ndarray
-        任意形状的打分；``-inf`` 表示该位置被屏蔽。
+        任意形状的注意力分数；``-inf`` 表示该位置被屏蔽。
     axis : int
         沿哪一维归一化。
 
@@ -48,7 +48,7 @@ def soft_lookup(query: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: 
         m 个键。
     values : ndarray, 形状 (m,) 或 (m, d_v)
     scale : bool
-        是否除以 √d_k。第 2.1 节的例子不缩放，以便看清打分大小如何决定 softmax 的“尖锐”程度。
+        是否除以 √d_k。第 2.1 节的例子不缩放，以便看清分数大小如何决定 softmax 的“尖锐”程度。
 
     Returns
     -------
@@ -83,7 +83,7 @@ def attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, mask: np.ndarray | No
     K : ndarray, 形状 (m, d_k)
     V : ndarray, 形状 (m, d_v)
     mask : ndarray of bool, 形状 (n, m), optional
-        True 表示第 i 个查询可以关注第 j 个键；False 处的打分置为 -inf，softmax 后权重恰好为 0。
+        True 表示第 i 个查询可以关注第 j 个键；False 处的分数置为 -inf，softmax 后权重恰好为 0。
     scale : bool
         是否除以 √d_k（第 3 节解释为什么要除）。
 
@@ -93,7 +93,7 @@ def attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, mask: np.ndarray | No
     weights : ndarray, 形状 (n, m)
     scores : ndarray, 形状 (n, m)
     """
-    scores = Q @ K.T  # (n, m)：第 i 行第 j 列是词 i 对词 j 的打分
+    scores = Q @ K.T  # (n, m)：第 i 行第 j 列是词 i 对词 j 的分数
     if scale:
         scores = scores / np.sqrt(K.shape[-1])
     if mask is not None:
@@ -117,7 +117,7 @@ def self_attention(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndar
     Returns
     -------
     AttentionTrace
-        Q、K、V、打分、权重和输出。
+        Q、K、V、分数、权重和输出。
     """
     Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (n, d_k), (n, d_k), (n, d_v)
     output, weights, scores = attention(Q, K, V, mask)
@@ -135,7 +135,7 @@ def self_attention_loop(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np
     outputs = []
     for i in range(n):
         q_i = X[i] @ W_q  # (d_k,)
-        e_i = np.array([q_i @ (X[j] @ W_k) / np.sqrt(d_k) for j in range(n)])  # (n,) 打分 e_ij
+        e_i = np.array([q_i @ (X[j] @ W_k) / np.sqrt(d_k) for j in range(n)])  # (n,) 分数 e_ij
         alpha_i = softmax(e_i)  # (n,) 权重 α_ij
         o_i = sum(alpha_i[j] * (X[j] @ W_v) for j in range(n))  # (d_v,) 值的加权和
         outputs.append(o_i)
@@ -179,7 +179,7 @@ def scaling_study(d_ks, n_trials: int = 2000, n_keys: int = 10, rng: np.random.G
     """第 3.3 节的实验：点积是否除以 √d_k，对 softmax 饱和与梯度的影响。
 
     对每个 d_k 做 ``n_trials`` 次试验：1 个查询、``n_keys`` 个键，每一维都是标准正态随机数。
-    “梯度范数”是 softmax 雅可比矩阵的 Frobenius 范数，衡量有多少梯度能从权重传回打分。
+    “梯度范数”是 softmax 雅可比矩阵的 Frobenius 范数，衡量有多少梯度能从权重传回分数。
 
     Parameters
     ----------

@@ -135,7 +135,9 @@ class MultiHeadAttention(nn.Module):
         Returns
         -------
         out : Tensor (B, T, d)
-        weights : Tensor (B, h, T, T_k)，``need_weights=False`` 时为 None
+            每个位置的输出。
+        weights : Tensor (B, h, T, T_k) 或 None
+            每个头的注意力权重；``need_weights=False`` 时为 None。
         """
         B, T, d = x.shape
         if memory is None:  # 自注意力：一次矩阵乘法同时算出 Q、K、V

@@ -1,4 +1,4 @@
-"""第 7 讲第 4–5 节的位置演示：置换等变、正弦编码的相对位置性质、RoPE 的打分与范数。
+"""第 7 讲第 4–5 节的位置演示：置换等变、正弦编码的相对位置性质、RoPE 的注意力分数与范数。
 
 位置编码本身（``sinusoidal_encoding``、``LearnedPositionEmbedding``、``rope_tables``、``apply_rope``）
 在参考实现 :mod:`transformer_book.transformer` 里；这里只是把它们组织成书中的实验，输入输出都是 numpy
@@ -163,7 +163,7 @@ def half_split_to_interleaved(d: int) -> np.ndarray:
 
 
 def rope_scores(q: np.ndarray, k: np.ndarray, pairs: Sequence[tuple[int, int]], *, interleaved: bool = False) -> np.ndarray:
-    """RoPE 打分 q̃_m · k̃_n：查询放在位置 m、键放在位置 n，各自旋转后做点积（不除以 √d_k）。
+    """RoPE 下的注意力分数 q̃_m · k̃_n：查询放在位置 m、键放在位置 n，各自旋转后做点积（不除以 √d_k）。
 
     Parameters
     ----------
