@@ -145,8 +145,10 @@ def fix(page_html: str, page_url: str, svg_of: Callable[[str], str | None], webf
         elif e.tag == "div" and "md-search" in e.classes and e.get("role") == "dialog" and not e.has("aria-label"):
             changes.append((e.start, e.open_end, e.start_tag(e.attrs + [("aria-label", SEARCH_NAME)])))
         elif e.tag == "div" and "doc-md-description" in e.classes and not e.inner(page_html).strip():
-            dash = page_html.rfind("–", 0, e.start)
-            if dash >= 0 and not page_html[dash + 1:e.start].strip():
+            dash = e.start - 1
+            while dash >= 0 and page_html[dash].isspace():  # only the blank run before the div, not the page
+                dash -= 1
+            if dash >= 0 and page_html[dash] == "–":
                 changes.append((dash, dash + 1, ""))
         elif e in folds and not any(e is not f and e.within(f) for f in folds):
             summary = e.first("summary")
