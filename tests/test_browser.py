@@ -153,6 +153,13 @@ async () => {""" + COLLAPSED_MATH + r"""
   out.figuresWithoutImage = [...content.querySelectorAll('figure')].filter(
     f => !f.querySelector('img, svg, object, iframe, video, canvas')).length;
 
+  // Code blocks: each has a copy button that copies it (written into the page, or made when its fold opened).
+  out.codeWithoutCopy = [...content.querySelectorAll('pre:not(.mermaid) > code')].filter(code => {
+    const button = code.parentElement.querySelector(':scope > nav.md-code__nav > button.md-code__button[data-md-type=copy]');
+    const target = button && document.querySelector(button.getAttribute('data-clipboard-target'));
+    return !(button && button.title && (target === code || target === code.parentElement));
+  }).map(code => code.textContent.trim().slice(0, 50));
+
   // Fonts: every character a reader can see or unfold (collapsed answers and code included).
   const all = document.body.cloneNode(true);
   all.querySelectorAll('script, style, mjx-container').forEach(e => e.remove());
@@ -373,6 +380,56 @@ def test_every_typeset_formula_can_be_seen_at_desktop_and_phone_size(visits: dic
             for tex in info.get("collapsedMath", [])[:3]:
                 problems.append(f"{v.page or '/'} ({where}): formula drawn at (almost) zero size: {tex!r}")
     _report(problems, "formulas a reader cannot see")
+
+
+def test_every_code_block_has_a_copy_button_for_its_code(visits: dict[str, Visit]) -> None:
+    """Written into the page (book/site/page_html.py), not by the theme's script; the button's target is its
+    own code block."""
+    _report([f"{v.page or '/'}: {text!r}" for v in _examined(visits) for text in v.info.get("codeWithoutCopy", [])],
+            "code blocks without a copy button for them")
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_page_has_one_color_scheme_meta_that_follows_the_palette(chromium, site_url: str, scheme: str) -> None:
+    """The page brings the meta (book/site/fix_palette.py) and the theme's script uses it: one meta, saying the
+    scheme the page is drawn in — at load in the reader's scheme, and after the reader switches."""
+    context = chromium.new_context(viewport=DESKTOP, locale="zh-CN", color_scheme=scheme)
+    page = context.new_page()
+    state = """() => [document.body.getAttribute('data-md-color-scheme'),
+                      [...document.querySelectorAll('meta[name=color-scheme]')].map(m => m.content)]"""
+    try:
+        page.goto(site_url + "lecture07/s02-self-attention/", wait_until="load")
+        page.wait_for_function("document.querySelector('meta[name=color-scheme]').content !== ''")
+        dark = scheme == "dark"
+        assert page.evaluate(state) == (["slate", ["dark"]] if dark else ["default", ["light"]])
+        page.locator("form[data-md-component=palette] label:not([hidden])").first.click()
+        page.wait_for_function("s => document.body.getAttribute('data-md-color-scheme') === s",
+                               arg="default" if dark else "slate")
+        assert page.evaluate(state) == (["default", ["light"]] if dark else ["slate", ["dark"]])
+    finally:
+        context.close()
+
+
+def test_a_code_fold_opened_brings_copy_buttons_for_its_code(chromium, site_url: str) -> None:
+    """The code reference's source folds are inert until opened (book/site/page_html.py); opened, each code
+    block in them has a copy button whose target is that block, and clicking one says it copied."""
+    context = chromium.new_context(viewport=DESKTOP, locale="zh-CN")
+    page = context.new_page()
+    try:
+        page.goto(site_url + "api/transformer/", wait_until="load")
+        fold = page.locator("details.mkdocstrings-source").first
+        assert page.evaluate("d => d.querySelectorAll('pre > code').length", fold.element_handle()) == 0
+        fold.locator("summary").click()
+        checked = page.evaluate("""d => [...d.querySelectorAll('pre > code')].map(code => {
+            const b = code.parentElement.querySelector(':scope > nav.md-code__nav > button.md-code__button');
+            return !!b && document.querySelector(b.getAttribute('data-clipboard-target')) === code.parentElement
+                   || !!b && document.querySelector(b.getAttribute('data-clipboard-target')) === code; })""",
+                                fold.element_handle())
+        assert checked and all(checked), checked
+        fold.locator("button.md-code__button").first.click()
+        page.locator(".md-dialog").get_by_text("已复制").wait_for(timeout=5_000)  # the theme's "copied" notice
+    finally:
+        context.close()
 
 
 def test_every_image_loads_and_is_described(visits: dict[str, Visit]) -> None:

@@ -7,6 +7,10 @@ from transformer_book.book.site import page_html
 
 PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>t</title></head><body>
 <div class="md-search" data-md-component="search" role="dialog"></div>
+<pre><code>outside the content</code></pre>
+<div class="md-content" data-md-component="content">
+<pre><span></span><code><span id="__span-0-1">a = 1</span></code></pre>
+<div class="no-copy"><pre><code>b = 2</code></pre></div>
 <table><thead><tr><th></th><th>第 1 维</th></tr></thead><tbody><tr><th>a</th><td>1</td></tr></tbody></table>
 <details class="example"><summary>代码</summary><pre><code>x = 1</code></pre></details>
 <details class="example" open><summary>开着</summary><p>留在原处</p></details>
@@ -17,6 +21,8 @@ PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>t</title></hea
 <li class="doc-section-item field-body"><b><code>x</code></b> (<code>int</code>)
   –
   <div class="doc-md-description"><p>说明</p></div></li></ul>
+</div>
+<script id="__config" type="application/json">{"translations": {"clipboard.copy": "复制到剪贴板"}}</script>
 <script src="../../assets/javascripts/bundle.a5f9d56c.min.js"></script>
 <script src="../../assets/book/page.js" defer></script>
 <script src="../../assets/javascripts/bundle.js"></script>
@@ -56,3 +62,16 @@ def test_a_parameter_without_a_description_has_no_dash_before_nothing():
     out = fixed()
     assert '(<code>Tensor</code>)\n  \n  <div class="doc-md-description">' in out
     assert '(<code>int</code>)\n  –\n  <div class="doc-md-description"><p>说明</p>' in out
+
+
+def test_code_in_the_content_gets_its_copy_button_in_the_page_and_the_head_its_color_scheme():
+    out = fixed()
+    button = ('<nav class="md-code__nav"><button class="md-code__button" title="复制到剪贴板" '
+              'data-clipboard-target="#__book_code_0" data-md-type="copy"></button></nav>')
+    # numbered lines: the class the theme's script would add (display: grid) is there from the start
+    assert f'<pre><span></span>{button}<code id="__book_code_0" class="md-code__content"><span id="__span-0-1">' in out
+    assert out.count("md-code__nav") == 1  # not outside the content, not under .no-copy, not in a closed fold
+    assert "<pre><code>outside the content</code></pre>" in out and "<pre><code>b = 2</code></pre>" in out
+    assert out.count('<meta name="color-scheme"') == 1 and '<meta charset="utf-8"><meta name="color-scheme"' in out
+    without_config = fixed(PAGE.replace('"clipboard.copy": "复制到剪贴板"', '"other": 1'))
+    assert f'title="{page_html.COPY_TITLE}"' in without_config

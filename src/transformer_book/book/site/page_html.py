@@ -23,6 +23,19 @@ All but the web font's loader are made on the page's parse (:mod:`.html_edit`), 
   slow connection, and a browser that has it before the style sheets runs it before the first paint; it
   gets ``fetchpriority="low"``, so the text is drawn first (Lighthouse: first contentful paint on the P08
   page 1.90 → 1.66 s whenever the script had come first).
+* **Copy buttons written into the page.** Material's script gives every code block its copy button by
+  inserting it and then measuring the block, one block after another: each insertion makes the next
+  measurement lay the page out again (on the API page, 22 blocks: ~30 ms of a desktop's time at load, four
+  times that on Lighthouse's phone). The buttons are written here instead, the same markup Material makes
+  (``nav.md-code__nav > button.md-code__button[data-md-type=copy]``, its title from the theme's own
+  translation), pointing at the code by an id of its own (``__book_code_N``: Material renames the ``pre``
+  when it mounts the block); the theme's ``content.code.copy`` is off (mkdocs.yml), its clipboard handler
+  listens on the whole document as before. The code in a closed fold gets its button when it opens (the
+  page script: written here, those buttons would only add bytes to every page view). Code with
+  numbered lines also gets the class Material's script would add (``md-code__content``, ``display: grid``):
+  added at load, it laid each such block out anew, one block at a time.
+* **The color-scheme meta from the start** (:data:`.fix_palette.HEAD_META`): Chromium restyles the whole
+  page whenever one is added, which Material's script did at every load; it now finds this one.
 * **A name for Material's search dialog** (``aria-label="搜索"``; axe-core: ``aria-dialog-name``).
 * **No dangling dash in the code reference.** mkdocstrings lists a parameter as "name (type) – description";
   where a docstring gives only the type (``out : Tensor (B, T, d)``), the dash is left before nothing and is
@@ -40,6 +53,7 @@ import re
 from typing import Callable
 
 from transformer_book.book.site import html_edit
+from transformer_book.book.site.fix_palette import HEAD_META
 
 from transformer_book.book.site.webfont import FAMILY, PLACEHOLDER_URI, UNICODE_RANGE, URI
 
@@ -120,6 +134,32 @@ THEME_SCRIPT = re.compile(r"(^|/)assets/javascripts/bundle\.[0-9a-f]+\.min\.js$"
 SEARCH_NAME = "搜索"  # Material's own word for it (its search box's label in Chinese)
 CODE_FOLDS = {"example", "mkdocstrings-source"}  # as print_edition names them
 FOLD_MARK = "data-book-fold"  # on the <template> of a code fold's content (page_script opens it)
+CODE_ID = "__book_code_"  # + a number: the id of a code block's <code>, which its copy button copies
+COPY_TITLE = "复制"  # the copy button's title where the theme's configuration does not give one
+
+
+def _copy_title(elements: list[html_edit.Element], page_html: str) -> str:
+    """The theme's word for the copy button (``translations["clipboard.copy"]`` in its ``#__config``)."""
+    config = next((e for e in elements if e.tag == "script" and e.get("id") == "__config"), None)
+    try:
+        return json.loads(config.inner(page_html))["translations"]["clipboard.copy"] if config else COPY_TITLE
+    except (ValueError, KeyError, TypeError):
+        return COPY_TITLE
+
+
+def _copyable(code: html_edit.Element) -> bool:
+    """A ``pre > code`` Material would give a copy button (not a diagram, not under ``.no-copy``) that has none."""
+    pre = code.parent
+    if pre is None or pre.tag != "pre" or "mermaid" in pre.classes or code.has("id"):
+        return False
+    if any(c.tag == "nav" and "md-code__nav" in c.classes for c in pre.children):
+        return False  # a page fixed before
+    ancestor: html_edit.Element | None = pre
+    while ancestor is not None:
+        if "no-copy" in ancestor.classes:
+            return False
+        ancestor = ancestor.parent
+    return True
 
 
 def fix(page_html: str, page_url: str, svg_of: Callable[[str], str | None], webfont: bool) -> str:
@@ -129,6 +169,12 @@ def fix(page_html: str, page_url: str, svg_of: Callable[[str], str | None], webf
     changes: list[tuple[int, int, str]] = []
     first_figure = True
     folds = [e for e in elements if e.tag == "details" and e.classes & CODE_FOLDS and not e.has("open")]
+    content = next((e for e in elements if e.get("data-md-component") == "content"), None)
+    copy_title = html.escape(_copy_title(elements, page_html), quote=True)
+    codes = 0
+    charset = next((e for e in elements if e.tag == "meta" and e.has("charset")), None)
+    if charset is not None and not any(e.tag == "meta" and e.get("name") == "color-scheme" for e in elements):
+        changes.append((charset.open_end, charset.open_end, HEAD_META))
     for e in elements:
         if e.tag == "img":
             size = _generated_size(e, here, svg_of)
@@ -142,6 +188,18 @@ def fix(page_html: str, page_url: str, svg_of: Callable[[str], str | None], webf
             changes.append((e.start, e.end, e.start_tag(e.attrs).replace("<th", "<td", 1) + "</td>"))
         elif e.tag == "script" and THEME_SCRIPT.search(e.get("src") or "") and not e.has("fetchpriority"):
             changes.append((e.start, e.open_end, e.start_tag(e.attrs + [("fetchpriority", "low")])))
+        elif (e.tag == "code" and content is not None and e.within(content) and _copyable(e)
+              and not any(e.within(f) for f in folds)):  # a closed fold's: the page script, when it opens
+            code_id = f"{CODE_ID}{codes}"
+            codes += 1
+            button = (f'<nav class="md-code__nav"><button class="md-code__button" title="{copy_title}" '
+                      f'data-clipboard-target="#{code_id}" data-md-type="copy"></button></nav>')
+            attrs = e.attrs + [("id", code_id)]
+            if any(c.tag == "span" and c.has("id") for c in e.children) and "md-code__content" not in e.classes:
+                # numbered lines: Material's script adds this class (display: grid) — a layout of the whole block
+                # again, each block forced by its next read; here it costs nothing
+                attrs = [(n, v) for n, v in attrs if n != "class"] + [("class", " ".join([*e.classes, "md-code__content"]))]
+            changes.append((e.start, e.open_end, button + e.start_tag(attrs)))
         elif e.tag == "div" and "md-search" in e.classes and e.get("role") == "dialog" and not e.has("aria-label"):
             changes.append((e.start, e.open_end, e.start_tag(e.attrs + [("aria-label", SEARCH_NAME)])))
         elif e.tag == "div" and "doc-md-description" in e.classes and not e.inner(page_html).strip():

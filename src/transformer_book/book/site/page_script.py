@@ -2,16 +2,18 @@
 
 **Code folds.** The content of a closed code fold waits in a ``<template>`` (:mod:`.page_html`). When the
 fold opens — a click, or the origin popover's 「查看生成它的代码」 — the content is put in place at once (in
-the same turn as the ``open`` attribute is set: a MutationObserver), with the copy button Material gives
-every code block (its clipboard handler listens on the whole document, so the button works as any other).
+the same turn as the ``open`` attribute is set: a MutationObserver), with the copy button the other code
+blocks have (:mod:`.page_html` writes theirs into the page; written here, the folds' buttons cost the page's
+first load nothing; the theme's clipboard handler listens on the whole document, so either works).
 
 **Boxes that scroll sideways.** A table, a wide formula, a notebook's code cell or output wider than the
 screen scrolls inside its box; a reader without a mouse or touch screen can scroll it only if it can take
 the focus (axe-core: ``scrollable-region-focusable``). Whether a box scrolls depends on the screen, so this
 is decided in the reader's browser: each such box that is wider (or taller) than it shows gets
 ``tabindex="0"``, ``role="region"`` and a name (its caption where it has one: 「表格（可左右滚动）：表 2-1 …」),
-and loses them again when the window grows. Material already does this for its code blocks. The boxes are
-measured all at once, then marked (one layout), when the browser is idle after the page has loaded.
+and loses them again when the window grows (Material does this for its code blocks, but only where there
+is a mouse; a keyboard on a tablet needs it too). The boxes are measured all at once, then marked (one
+layout), when the browser is idle after the page has loaded.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ SCRIPT = r"""// The book's page script (book/site/page_script.py): code folds op
     [".jp-InputArea .highlight-ipynb, .jp-InputArea .highlight", "代码"],
     [".jp-OutputArea-output", "输出"],
     [".jp-OutputArea-output pre", "输出"],
-    [".md-typeset pre > code", "代码"],  // Material marks its own; these are the ones an opened fold brought
+    [".md-typeset pre > code", "代码"],  // Material marks these only where there is a mouse
   ];
   function caption(el) {
     var prev = el.previousElementSibling;

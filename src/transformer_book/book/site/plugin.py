@@ -2,7 +2,8 @@
 
 This class only wires events to the modules that do the work: :mod:`.config` (options), :mod:`.session`
 (running and checking snippets), :mod:`.render` (results into Markdown), :mod:`.report` (what the build
-says), and the site fixes (:mod:`.fix_notebook_html`, :mod:`.fix_search`, :mod:`.mathjax`, and the web font: :mod:`.site_font`).
+says), and the site fixes (:mod:`.fix_notebook_html`, :mod:`.fix_search`, :mod:`.fix_palette`, :mod:`.mathjax`,
+and the web font: :mod:`.site_font`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from mkdocs.structure.files import File, Files
 
 from transformer_book.book.checking import drift_page
 from transformer_book.book.site import config as book_config
-from transformer_book.book.site import fix_notebook_html, fix_search, mathjax, page_html, print_edition, report
+from transformer_book.book.site import fix_notebook_html, fix_palette, fix_search, mathjax, page_html, print_edition
+from transformer_book.book.site import report
 from transformer_book.book.site import page_script
 from transformer_book.book.site.site_font import SiteFont, font_file
 from transformer_book.book.rendering import claim_index, code_excerpt, origin, page_notebook, pages
@@ -482,6 +484,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             self.background.release()  # the pages are written: now the snippets may have the cores
         for warning in fix_search.patch(site_dir):
             log.warning(warning + " (tests/test_browser.py checks the search: whole Chinese terms, the index on demand)")
+        for warning in fix_palette.patch(site_dir):
+            log.warning(warning)
         if self.print_pdf and self.nav is not None:
             self._print(site_dir, config)
         if self.state is None or not self.options.execute or self.session is None:
