@@ -61,7 +61,7 @@ mjx-container svg { max-width: 100%; }
 .md-typeset details > summary::after { display: none; }
 .print-code-ref { color: #555; font-size: .9em; margin: .2em 0 1em; }
 .book-caption { break-after: avoid; }  /* a table's caption stays with its table */
-.zeroclipboard-container, .md-clipboard { display: none !important; }
+.zeroclipboard-container, .md-clipboard, .md-code__nav { display: none !important; }  /* copy buttons: nothing to click on paper */
 .book-notebook-download, .md-content__button, .headerlink, .book-src-anchor, .book-origin-badge {
   display: none !important; }
 a { color: inherit; }
