@@ -198,7 +198,8 @@ def fix(page_html: str, page_url: str, svg_of: Callable[[str], str | None], webf
             if any(c.tag == "span" and c.has("id") for c in e.children) and "md-code__content" not in e.classes:
                 # numbered lines: Material's script adds this class (display: grid) — a layout of the whole block
                 # again, each block forced by its next read; here it costs nothing
-                attrs = [(n, v) for n, v in attrs if n != "class"] + [("class", " ".join([*e.classes, "md-code__content"]))]
+                classes = (e.get("class") or "").split() + ["md-code__content"]  # as written: the same every build
+                attrs = [(n, v) for n, v in attrs if n != "class"] + [("class", " ".join(classes))]
             changes.append((e.start, e.open_end, button + e.start_tag(attrs)))
         elif e.tag == "div" and "md-search" in e.classes and e.get("role") == "dialog" and not e.has("aria-label"):
             changes.append((e.start, e.open_end, e.start_tag(e.attrs + [("aria-label", SEARCH_NAME)])))
