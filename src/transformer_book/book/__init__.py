@@ -36,7 +36,7 @@ nothing about Transformers, and imports nothing from the rest of ``transformer_b
 from transformer_book.book.artifacts import artifact, provided
 from transformer_book.book.execution.notebook import claim, record
 from transformer_book.book.compare import (above, all_of, any_of, at_least, at_most, below, between, decreasing, equal, greater,
-                      increasing, largest, less, non_decreasing, smallest, true)
+                      every_seed, increasing, largest, less, non_decreasing, smallest, true)
 from transformer_book.book.results import (EXACT, MEASURED, ROUNDING, TRAINED, Artifact, Bars, Block, Claim, Control, Explorable,
                                           Figure, Table, Text, Tolerance, Value)
 
@@ -46,4 +46,4 @@ __all__ = ["EXACT", "MEASURED", "ROUNDING", "TRAINED", "Artifact", "Block", "Cla
            "Bars", "Control", "Explorable", "Text",
            # comparisons that decide a claim (compare.py)
            "above", "all_of", "any_of", "at_least", "at_most", "below", "between", "decreasing", "equal", "greater",
-           "increasing", "largest", "less", "non_decreasing", "smallest", "true"]
+           "every_seed", "increasing", "largest", "less", "non_decreasing", "smallest", "true"]

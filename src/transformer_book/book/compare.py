@@ -41,7 +41,7 @@ class Comparison:
     # ------------------------------------------------------------------ structure
     @property
     def combined(self) -> bool:
-        return self.op in ("all_of", "any_of")
+        return self.op in ("all_of", "any_of", "seeds")
 
     def atoms(self, prefix: str = "") -> Iterator[tuple[str, "Comparison"]]:
         """Every atom with its path ("" for a single atom; "0", "1.2" … inside combinations)."""
@@ -63,11 +63,44 @@ class Comparison:
         if not self.combined:
             return atom_ok.get(prefix, False)
         verdicts = [p.decide(atom_ok, f"{prefix}.{i}" if prefix else str(i)) for i, p in enumerate(self.parts)]
-        return all(verdicts) if self.op == "all_of" else any(verdicts)
+        return any(verdicts) if self.op == "any_of" else all(verdicts)
+
+    # ------------------------------------------------------------------ seeds
+    @property
+    def seeds(self) -> list[str]:
+        """The seeds of an ``every_seed`` comparison, in the order of its parts (empty for any other)."""
+        return [str(s) for s in self.inputs.get("种子", [])] if self.op == "seeds" else []
+
+    def seed_margins(self) -> list[float | None]:
+        """Per seed, how far that seed's comparison is from flipping (the smallest margin of its atoms)."""
+        out: list[float | None] = []
+        for part in self.parts:
+            ms = [a.margin for _, a in part.atoms() if a.margin is not None]
+            out.append(min(ms) if ms else None)
+        return out
+
+    @property
+    def effect(self) -> float | None:
+        """An ``every_seed`` comparison's effect: the mean over seeds of each seed's margin."""
+        ms = [m for m in self.seed_margins() if m is not None]
+        return sum(ms) / len(ms) if ms and self.op == "seeds" else None
+
+    @property
+    def seed_spread(self) -> float | None:
+        """How much the margin differs between seeds: largest − smallest (the scale a sentence is held to)."""
+        ms = [m for m in self.seed_margins() if m is not None]
+        return (max(ms) - min(ms)) if ms and self.op == "seeds" else None
 
     # ------------------------------------------------------------------ text
     def describe(self) -> str:
         """``gpt = 4.819 > rnn = 4.43（余量 0.389）``: the comparison with its numbers and margin."""
+        if self.op == "seeds":
+            held = sum(p.holds for p in self.parts)
+            head = f"{len(self.parts)} 个种子中 {held} 个成立"
+            if self.effect is not None:
+                head += f"（效应 {_short(self.effect)}，种子间相差 {_short(self.seed_spread)}）"
+            return head + "：" + "；".join(f"种子 {s}{'' if p.holds else '【不成立】'}：{p.describe()}"
+                                          for s, p in zip(self.seeds, self.parts))
         if self.combined:
             word = "全部成立" if self.op == "all_of" else "至少一个成立"
             return f"{word}：" + "；".join(p.describe() for p in self.parts)
@@ -88,6 +121,8 @@ class Comparison:
         out: dict[str, Any] = {"op": self.op, "holds": self.holds}
         if self.combined:
             out["parts"] = [p.to_data() for p in self.parts]
+            if self.inputs:
+                out["inputs"] = self.inputs
         else:
             out["inputs"] = self.inputs
             out["margin"] = self.margin
@@ -155,6 +190,7 @@ _TEXT = {
     "true": lambda i: "{} = {}".format(*[(k, _short(v)) for k, v in i.items()][0]),
     "all_of": lambda i: "",
     "any_of": lambda i: "",
+    "seeds": lambda i: "",
 }
 _OPS = set(_TEXT)
 
@@ -318,5 +354,27 @@ def any_of(*checks: Any) -> Comparison:
     return Comparison("any_of", {}, any(p.holds for p in parts), None, parts)
 
 
+MIN_SEEDS = 3
+
+
+def every_seed(per_seed: Mapping[Any, Comparison]) -> Comparison:
+    """The same comparison of trained runs, made once per seed: ``every_seed({s: less(a[s], b[s]) for s in SEEDS})``.
+
+    **The rule** (one for the whole book): a claim that compares trained runs holds only if it holds for every
+    seed — another seed is another draw of initialisation and data order, the honest scale of what a
+    training shows, where a rerun under perturbed arithmetic only shows rounding. At least
+    :data:`MIN_SEEDS` seeds. The record keeps every seed's comparison; the claims listing shows the
+    *effect* (the mean margin over seeds) beside the *seed spread* (largest − smallest margin), so that a
+    sentence's words can be held to them."""
+    if not isinstance(per_seed, Mapping):
+        raise TypeError("every_seed() takes {seed: comparison}, one comparison per seed")
+    if len(per_seed) < MIN_SEEDS:
+        raise ValueError(f"every_seed(): a claim about trained runs needs at least {MIN_SEEDS} seeds, got {len(per_seed)}")
+    parts = _parts(tuple(per_seed.values()), "every_seed")
+    if len(parts) != len(per_seed):
+        raise TypeError("every_seed(): one comparison per seed")
+    return Comparison("seeds", {"种子": [plain(s) for s in per_seed]}, all(p.holds for p in parts), None, parts)
+
+
 BUILDERS = ("greater", "less", "above", "at_least", "below", "at_most", "between", "increasing", "decreasing",
-            "non_decreasing", "smallest", "largest", "equal", "true", "all_of", "any_of")
+            "non_decreasing", "smallest", "largest", "equal", "true", "all_of", "any_of", "every_seed")

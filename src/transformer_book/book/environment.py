@@ -92,6 +92,30 @@ def fingerprint() -> dict[str, str]:
 
 
 @lru_cache(maxsize=1)
+def arithmetic() -> str:
+    """Which arithmetic this process does, as a short hash: the CPU (model and instruction-set flags, which
+    choose torch's and the BLAS's code paths), the platform, the library versions and the numerical settings.
+    Two runs with the same arithmetic give bit-identical results (fixed seeds and threads): a trained number
+    recorded under this arithmetic is checked exactly here, and within its calibrated band anywhere else
+    (:func:`.checking.drift.compare`)."""
+    import hashlib
+
+    model, flags = "", ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            low = line.lower()
+            if not model and low.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+            elif not flags and (low.startswith("flags") or low.startswith("features")):
+                flags = " ".join(sorted(line.split(":", 1)[1].split()))
+    except OSError:
+        pass
+    parts = [model or platform.processor(), flags, platform.platform(terse=True), platform.machine(),
+             *(f"{k}={v}" for k, v in sorted(fingerprint().items()))]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=1)
 def machine() -> str:
     """The build machine in a few words, for measured values: ``AMD EPYC，2 核，Linux-x86_64``."""
     model = ""

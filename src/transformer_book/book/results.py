@@ -306,12 +306,22 @@ class Table(Result):
         return "\n".join([head, sep, *body])
 
 
+# What a figure says besides the numbers it plots (recorded by the engine, :func:`.execution.worker.drawn_words`):
+# the words and numbers drawn as text, legend entries, categorical tick labels, and each colour map's name.
+_FIGURE_WORDS = re.compile(r"\.(texts|legend|xticklabels|yticklabels|cmap)$")
+_FIGURE_SCALE = re.compile(r"\.(mesh)?scale(\d+)\.v(?:min|max)$")
+
+
 @dataclass
 class Figure(Result):
     """A matplotlib figure, written into the site as SVG.
 
     The numbers it plots (line data, bar heights, image arrays) are extracted from the axes and recorded,
-    so a figure drifts like a table does. ``data`` may add further named numbers.
+    so a figure drifts like a table does. So is what it says besides them: every text drawn on it (a step
+    picture's numbers, annotations), its legend entries and categorical tick labels, and for every image its
+    colour map by name (reversed maps end in ``_r``) and the values at the map's two ends — the words and the
+    colour map exactly, whatever the figure's kind; the ends like the image they scale. ``data`` may add
+    further named numbers.
 
     Every image the figure draws with ``imshow`` is a *heatmap* a reader can read cell by cell: the engine
     keeps, beside the recorded array, its row and column labels (the axes' tick labels where there is one per
@@ -332,6 +342,7 @@ class Figure(Result):
     cell_format: str = ".2f"  # how a heatmap cell's value is shown when a reader points at it
     grid_labels: tuple[str, str] | None = None  # (rows, columns) where the axes carry no label
     heatmaps: bool = True  # False: the images are parts of a diagram, not heatmaps to read cell by cell
+    alt: str = ""  # the figure in words for a reader who cannot see it (default: its caption)
     # Filled in by the engine in the worker (the matplotlib object does not cross processes).
     svg: str = ""
     plotted: dict[str, Any] = field(default_factory=dict)
@@ -353,7 +364,15 @@ class Figure(Result):
     def numbers(self, key: str) -> Iterator[Number]:
         merged = {**self.plotted, **{f"data.{k}": v for k, v in self.data.items()}}
         for path, v in _flatten(key, merged):
-            yield Number(path, v, self.kind, series_of(path))
+            series = series_of(path)
+            words = _FIGURE_WORDS.search(series)
+            if words:  # what the figure says in words and which colour map it uses: exact, whatever its kind
+                yield Number(path, v, EXACT, series)
+                continue
+            scale = _FIGURE_SCALE.search(series)
+            if scale:  # a colour scale's ends move with the image they scale: one series for calibration
+                series = series[:scale.start()] + f".{scale.group(1) or 'image'}{scale.group(2)}"
+            yield Number(path, v, self.kind, series)
         for g, grid in enumerate(self.grids):  # what a reader is told a cell is: exact, whatever the figure's kind
             for axis in ("rows", "cols"):
                 for i, label in enumerate(grid.get(axis, [])):
@@ -364,6 +383,8 @@ class Figure(Result):
                "caption": self.caption, "tolerance": self.tolerance.as_record()}
         if self.grids:
             out.update(grids=self.grids, cell_format=self.cell_format)
+        if self.alt:
+            out["alt"] = self.alt
         return out
 
     def to_record(self) -> dict[str, Any]:
@@ -378,7 +399,7 @@ class Figure(Result):
         return cls(None, caption=d.get("caption", ""), data=d.get("data", {}),
                    tolerance=Tolerance.from_record(d.get("tolerance")), kind=d.get("kind", EXACT),
                    cell_format=d.get("cell_format", ".2f"), heatmaps=bool(d.get("grids")), svg=d.get("svg", ""),
-                   plotted=d.get("plotted", {}), grids=d.get("grids", []))
+                   plotted=d.get("plotted", {}), grids=d.get("grids", []), alt=d.get("alt", ""))
 
 
 class Claim(Result):

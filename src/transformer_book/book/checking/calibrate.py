@@ -91,8 +91,24 @@ def perturbations(jitter: int = JITTER_RUNS) -> list[Perturbation]:
 
 
 RULE = (f"band = {FACTOR:g} × the largest move from the record over the ensemble (at least {DEFAULT_ABS:g}); kept "
-        "only if, for every run, the band fitted to the other runs covers it (leave-one-out); otherwise the "
+        "only if, for every run, the band fitted to the other runs covers it (leave-one-out) and it is narrower "
+        "than what it guards (below the largest |value|, and at most 0.5 for a series in [0, 1]); otherwise the "
         "series is checked through its claims")
+
+
+def too_wide(band: float, scale: float, low: float) -> bool:
+    """A band that cannot fail: as wide as the largest |value| it guards, or wider than half the range of a
+    series that lives in [0, 1] (a weight, a probability, an accuracy). Such a band is refused: the series is
+    checked through its claims and the page says that its numbers vary between machines."""
+    if scale > 0 and band >= scale:
+        return True
+    return 0.0 <= low and scale <= 1.0 and band > 0.5
+
+
+def wide_reason(band: float, scale: float, low: float) -> str:
+    within = "它的数都在 0 到 1 之间，带宽超过 0.5" if 0.0 <= low and scale <= 1.0 and band > 0.5 else \
+        f"带宽不小于它守护的最大绝对值 {scale:.3g}"
+    return f"带宽 {band:.3g} 核对不出任何改动（{within}）：这组数在机器之间会变，只核对关于它的说法"
 
 
 @dataclass
@@ -100,6 +116,11 @@ class SeriesSpread:
     moves: dict[str, float] = field(default_factory=dict)  # run -> largest |new − recorded| in the series
     varies: bool = False  # a string or boolean changed in some run
     scale: float = 0.0  # largest |recorded| in the series (for the relative width)
+    low: float = float("inf")  # smallest recorded value (a series in [0, 1] is a weight, probability or accuracy)
+
+    @property
+    def wide(self) -> bool:
+        return too_wide(self.band(), self.scale, self.low)
 
     @property
     def spread(self) -> float:
@@ -117,7 +138,7 @@ class SeriesSpread:
     def check(self) -> str:
         if self.varies:
             return "varies"
-        return "claims" if self.uncovered() else "band"
+        return "claims" if self.uncovered() or self.wide else "band"
 
     @property
     def rel(self) -> float:
@@ -250,6 +271,7 @@ def measure(record: dict[str, Any], runs: dict[str, dict[str, Any]], sid: str) -
                     s = cal.series.setdefault(n.series, SeriesSpread())
                     if _is_number(n.value):
                         s.scale = max(s.scale, abs(float(n.value)))
+                        s.low = min(s.low, float(n.value))
     for name, payload in runs.items():
         got = payload.get("results", {}).get(sid)
         if got is None:
@@ -324,7 +346,9 @@ def write(record: dict[str, Any], cal: SnippetCalibration, used: list[Perturbati
 def _series_entry(s: SeriesSpread) -> dict[str, Any]:
     out: dict[str, Any] = {"spread": s.spread, "abs": s.band(), "check": s.check}
     uncovered = s.uncovered()
-    if uncovered and not s.varies:
+    if s.wide and not s.varies:
+        out["why"] = wide_reason(s.band(), s.scale, s.low)
+    elif uncovered and not s.varies:
         worst = max(uncovered, key=lambda k: s.moves[k])
         out["why"] = (f"留一法：不用 {worst} 拟合的带宽 {s.band(without=worst):.3g} 盖不住它的偏离 "
                       f"{s.moves[worst]:.3g}——离散地跳变，只核对关于它的说法")

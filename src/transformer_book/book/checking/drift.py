@@ -49,11 +49,19 @@ class Change:
                     "narrow the sentence to what holds robustly, or state the uncertainty in it and say how "
                     "with Claim(…, uncertain=\"…\")")
         tol = self.tolerance
-        if self.value_kind == TRAINED:
+        if self.value_kind == TRAINED and tol is SAME_ARITHMETIC:
+            tol_text = "trained, but this machine does the arithmetic that recorded it: bit for bit"
+        elif self.value_kind == TRAINED:
             tol_text = f"calibrated abs {tol.abs:g}" if tol else "trained, not calibrated: exact default"
         else:
             tol_text = tol.describe() if tol else "exact"
         return f"{self.path}: recorded {self.old!r}, now {self.new!r} (tolerance {tol_text})"
+
+
+# A trained number checked on the arithmetic that recorded it (same CPU flags, versions and settings: bit-identical
+# runs) — a band calibrated for other machines would let a real change through, e.g. a heatmap drawn as √w
+# inside a band as wide as the weights. The default's slack only absorbs JSON's float printing.
+SAME_ARITHMETIC = Tolerance(reason="same arithmetic as the record")
 
 
 def _same(old: Any, new: Any, tol: Tolerance) -> bool:
@@ -96,6 +104,7 @@ def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Resu
     """Every difference between a record and fresh results (empty list: no drift)."""
     changes: list[Change] = []
     recorded = (record or {}).get("results", {})
+    here = records.same_arithmetic(record)
     for key, result in results.items():
         if isinstance(result, Artifact):
             continue
@@ -125,9 +134,12 @@ def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Resu
                 continue
             tol: Tolerance | None = tolerance
             if new.kind == TRAINED:
-                tol, not_compared = records.calibrated_tolerance(record, new.series)
-                if not_compared:
-                    continue
+                if here:  # the arithmetic that recorded it: any difference is a change to the code or data
+                    tol = SAME_ARITHMETIC
+                else:
+                    tol, not_compared = records.calibrated_tolerance(record, new.series)
+                    if not_compared:
+                        continue
             if not _same(old.value, new.value, tol or DEFAULT_TOLERANCE):
                 changes.append(Change(snippet, key, path, old.value, new.value, tol, value_kind=new.kind))
         for path, old in old_numbers.items():

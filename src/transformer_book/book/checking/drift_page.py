@@ -118,14 +118,19 @@ class _Page:
         old_plotted = (old or {}).get("plotted", {})
         new_plotted = new.plotted if new is not None else {}
         panels = []
+        drawn: set[str] = set()  # the changes a panel shows; the rest (data, words, colour scales) are listed
         for ax in sorted(set(old_plotted) | set(new_plotted)):
             oa, na = old_plotted.get(ax, {}), new_plotted.get(ax, {})
             for name in sorted(set(oa) | set(na)):
                 prefix = f"{key}.{ax}.{name}"
-                if not any(p == prefix or p.startswith(prefix + ".") or p.startswith(prefix + "[") for p in changed):
+                hits = {p for p in changed if p == prefix or p.startswith(prefix + ".") or p.startswith(prefix + "[")}
+                if not hits:
                     continue
-                panels.append([markup(svg) for svg in drift_drawings.element(name, oa.get(name), na.get(name), f"{ax}.{name}")])
-        data_changes = [ch for ch in changes if ch.path.startswith(f"{key}.data.")]
+                svgs = drift_drawings.element(name, oa.get(name), na.get(name), f"{ax}.{name}")
+                if svgs:
+                    panels.append([markup(svg) for svg in svgs])
+                    drawn |= hits
+        data_changes = [ch for ch in changes if ch.path not in drawn]
         return {"panels": panels, "data_rows": self.values(data_changes, record) if data_changes else [],
                 "now": markup(new.svg) if new is not None and new.svg else ""}
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from transformer_book.book.checking import record_schema
-from transformer_book.book.environment import SEED, machine, numerical_settings, threads, versions
+from transformer_book.book.environment import SEED, arithmetic, machine, numerical_settings, threads, versions
 from transformer_book.book.files import atomic_write_text
 from transformer_book.book.memo import Memo, file_version
 from transformer_book.book.results import DEFAULT_ABS, DEFAULT_REL, TRAINED, Artifact, Result, Tolerance
@@ -74,8 +74,8 @@ def _parse(path: Path) -> dict[str, Any]:
 
 
 def provenance(seconds: float | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {**versions(), "machine": machine(), "seed": SEED, "threads": threads(),
-                           "date": _dt.date.today().isoformat()}
+    out: dict[str, Any] = {**versions(), "machine": machine(), "arithmetic": arithmetic(), "seed": SEED,
+                           "threads": threads(), "date": _dt.date.today().isoformat()}
     settings = {k: v for k, v in numerical_settings().items() if k != "BOOK_THREADS"}
     if settings:
         out["settings"] = settings
@@ -117,7 +117,17 @@ def accept_keys(old: dict[str, Any] | None, new: dict[str, Any], keys: set[str])
             recorded.pop(key, None)
     # The other results still come from the run the old provenance describes; say which ones are newer.
     accepted = {**(old["provenance"].get("accepted") or {}), **{k: new["provenance"].get("date") for k in sorted(keys)}}
-    return {**old, "results": recorded, "provenance": {**old["provenance"], "accepted": accepted}}
+    prov = {**old["provenance"], "accepted": accepted}
+    if prov.get("arithmetic") != new["provenance"].get("arithmetic"):
+        prov.pop("arithmetic", None)  # results from two arithmetics: none of them is checked bit for bit
+    return {**old, "results": recorded, "provenance": prov}
+
+
+def same_arithmetic(record: dict[str, Any] | None) -> bool:
+    """Whether this process does the arithmetic the record's results were computed with
+    (:func:`.environment.arithmetic`): then its trained numbers must come out bit for bit."""
+    recorded = ((record or {}).get("provenance") or {}).get("arithmetic")
+    return bool(recorded) and recorded == arithmetic()
 
 
 # Replicates of one experiment: series whose names differ only in a trailing seed number

@@ -233,6 +233,7 @@ def finalize_figure(fig: Figure) -> None:
                 axd[f"bars{i}"] = [float(h) for h in heights]
         for i, img in enumerate(ax.get_images()):
             axd[f"image{i}"] = np.asarray(img.get_array(), float).tolist()
+            axd[f"scale{i}"] = colour_scale(img)
             if fig.heatmaps:
                 fig.grids.append(heatmap_grid(ax, img, f"ax{a}.image{i}", fig.grid_labels))
         for i, coll in enumerate(ax.collections):
@@ -240,13 +241,48 @@ def finalize_figure(fig: Figure) -> None:
             offs = coll.get_offsets() if hasattr(coll, "get_offsets") else None
             if arr is not None:
                 axd[f"mesh{i}"] = np.asarray(arr, float).tolist()
+                axd[f"meshscale{i}"] = colour_scale(coll)
             elif offs is not None and len(offs):
                 axd[f"points{i}"] = np.asarray(offs, float).tolist()
+        axd.update(drawn_words(ax))
         if axd:
             plotted[f"ax{a}"] = axd
+    words = [t.get_text() for t in mfig.texts if t.get_text().strip()]
+    if words:
+        plotted["fig"] = {"texts": words}
     fig.plotted = plotted
     plt.close(mfig)
     fig.figure = None
+
+
+def colour_scale(mappable: Any) -> dict[str, Any]:
+    """What a colour means in a drawn image or mesh: the colour map by name (a reversed map is ``…_r``, so
+    "darker = larger" turned round is a change) and the values at its two ends."""
+    norm = mappable.norm
+    return {"cmap": str(mappable.get_cmap().name), "vmin": float(norm.vmin), "vmax": float(norm.vmax)}
+
+
+def drawn_words(ax: Any) -> dict[str, list[str]]:
+    """The words and numbers an axes draws as text: its annotations (``ax.text``; a step picture's numbers),
+    its legend's entries, and the tick labels of a categorical axis (set with ``set_xticks(…, labels)``) —
+    what a reader reads off the figure besides its lines and colours. Read after ``savefig``."""
+    from matplotlib.ticker import FixedFormatter
+
+    out: dict[str, list[str]] = {}
+    texts = [t.get_text() for t in ax.texts if t.get_visible() and t.get_text().strip()]
+    if texts:
+        out["texts"] = texts
+    legend = ax.get_legend()
+    if legend is not None:
+        entries = [t.get_text() for t in legend.get_texts()]
+        if entries:
+            out["legend"] = entries
+    for name, axis in (("xticklabels", ax.xaxis), ("yticklabels", ax.yaxis)):
+        if isinstance(axis.get_major_formatter(), FixedFormatter):
+            labels = [t.get_text() for t in axis.get_ticklabels()]
+            if any(labels):
+                out[name] = labels
+    return out
 
 
 GRID_COLORS = 64  # colours sampled from a heatmap's colour map for the page (a cell takes the nearest)

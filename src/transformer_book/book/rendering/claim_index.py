@@ -38,6 +38,20 @@ class CitedClaim:
             return "稳健"
         return "在噪声之内" + ("（句中已说明）" if self.claim.uncertain else "")
 
+    def seeds_text(self) -> str:
+        """``3 个种子：效应 0.12，种子间相差 0.03（效应 ÷ 相差 4.0）`` for a claim over seeds; "单次运行" for a
+        claim about one trained run; "" for one about exact numbers."""
+        if self.claim is None:
+            return ""
+        check = self.claim.check
+        if check.op != "seeds":
+            return "单次运行" if self.calibration is not None else ""
+        effect, spread = check.effect, check.seed_spread
+        if effect is None:
+            return f"{len(check.seeds)} 个种子（离散的比较）"
+        ratio = "∞" if not spread else f"{effect / spread:.3g}"
+        return f"{len(check.seeds)} 个种子：效应 {effect:.4g}，种子间相差 {spread:.3g}（效应 ÷ 相差 {ratio}）"
+
     def margin_text(self) -> str:
         if self.calibration is None:
             return ""
@@ -118,6 +132,8 @@ def as_text(claims: list[CitedClaim]) -> str:
         if c.claim is not None:
             out.append(f"  说法：{c.claim.statement}")
             out.append(f"  比较：{c.claim.check.describe()}")
+            if c.seeds_text():
+                out.append(f"  种子：{c.seeds_text()}")
             if c.claim.uncertain:
                 out.append(f"  句中说明的不确定：{c.claim.uncertain}")
         if c.margin_text():
@@ -140,11 +156,11 @@ def as_markdown(claims: list[CitedClaim], link_from: str | None = None) -> str:
         depth = link_from.count("/")
         return f"[{cell(w)}]({'../' * depth}{page})"
 
-    rows = ["| 位置 | 句子 | 说法 | 比较 | 判定 |", "|---|---|---|---|---|"]
+    rows = ["| 位置 | 句子 | 说法 | 比较 | 效应与种子间的差 | 判定 |", "|---|---|---|---|---|---|"]
     for c in claims:
         rows.append("| " + " | ".join((
             "<br>".join(where(w) for w in c.where) or "—", cell(c.sentence), cell(c.claim.statement) if c.claim else "—",
-            cell(c.claim.check.describe()) if c.claim else "—", cell(c.verdict))) + " |")
+            cell(c.claim.check.describe()) if c.claim else "—", cell(c.seeds_text()) or "—", cell(c.verdict))) + " |")
     return "\n".join(rows)
 
 
@@ -162,7 +178,10 @@ def page_markdown(claims: list[CitedClaim]) -> str:
         "每一行是正文里的一个说法标签：它所在的 `页面:行号`，标签结束的那句话，说法本身，"
         "判定它的比较（带这次记录的数和余量），以及校准给出的判定。"
         "审读时逐行对照“句子”和“比较”：句子说的不能比比较核对的更多。"
-        "“在噪声之内（句中已说明）”的说法，余量不到扰动浮动的 3 倍，句子里必须写明这一点。",
+        "“在噪声之内（句中已说明）”的说法，余量不到扰动浮动的 3 倍，句子里必须写明这一点。"
+        "比较训练结果的说法在每个种子上各算一次（`every_seed`），每个种子都成立才算成立；"
+        "“效应与种子间的差”一栏给出各种子余量的平均和最大最小之差：只有效应是相差的好几倍，"
+        "句子才配用“明显”“一截”“远低于”这样的词。",
         "",
         f"共 {len(claims)} 个说法；校准为稳健的 {robust} 个，在噪声之内的 {noisy} 个。",
         "",

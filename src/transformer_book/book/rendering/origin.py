@@ -75,7 +75,7 @@ def _tolerance(result: Result, key: str, record: dict[str, Any] | None) -> str:
             if tol is None:
                 spans.append("尚未校准")
             elif not_compared:
-                spans.append("扰动下会跳变，不比较数值，只核对相关的说法")
+                spans.append("随机器而变，不比较数值，只核对相关的说法")
             else:
                 spans.append(f"±{tol.abs:.3g}")
         uniq = list(dict.fromkeys(spans))
@@ -88,6 +88,18 @@ def _tolerance(result: Result, key: str, record: dict[str, Any] | None) -> str:
     if ROUNDING in kinds:
         texts.append("舍入部分：不比较数值")
     return "；".join(texts) or "—"
+
+
+VARIES_NOTE = "训练所得的数随机器而变：书里显示的是一次运行的结果，构建不按数值核对它们，只核对正文据此说出的结论"
+
+
+def varies(result: Result, key: str, record: dict[str, Any] | None) -> bool:
+    """Whether some trained number of the result is not compared as a number (calibration could not band it,
+    or refused a band as wide as what it guards): then its caption says so, like its origin badge."""
+    for n in result.numbers(key):
+        if n.kind == TRAINED and records.calibrated_tolerance(record, n.series)[1]:
+            return True
+    return False
 
 
 def _kind(result: Result) -> str:

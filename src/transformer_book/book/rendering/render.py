@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import html
 import posixpath
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -20,6 +21,7 @@ from transformer_book.book.results import MEASURED, Block, Claim, Explorable, Fi
 from transformer_book.book.types import SnippetError
 
 GENERATED = "assets/generated"
+_TAG = re.compile(r"<[^>]+>")
 MEASURED_NOTE = origin.MEASURED_NOTE
 
 
@@ -56,6 +58,8 @@ class Renderer:
         if isinstance(result, Claim):
             return self.claim(ref, result)
         caption = ref.caption if ref.caption is not None else getattr(result, "caption", "")
+        if not isinstance(result, Block) and origin.varies(result, ref.key, self.record_of(ref.snippet)):
+            caption = (caption + " " if caption else "") + f'<span class="book-varies">（{origin.VARIES_NOTE}。）</span>'
         if isinstance(result, Table):
             return self.table(result, caption, origin.badge(self.origin(ref, result)), self.measured_on(ref.snippet))
         if isinstance(result, Block):
@@ -99,7 +103,9 @@ class Renderer:
 
     def figure(self, ref: Ref, caption: str, badge: str = "", result: Figure | None = None) -> str:
         rel = posixpath.relpath(figure_target(ref.snippet, ref.key), posixpath.dirname(ref.page) or ".")
-        alt = caption or f"{ref.snippet} {ref.key}"
+        alt = (result.alt if result is not None and result.alt else "") or html.unescape(_TAG.sub("", caption)) \
+            or f"{ref.snippet} {ref.key}"
+        alt = " ".join(alt.split()).replace("[", "［").replace("]", "］")  # one line, and no bracket ends the alt
         heatmap = result is not None and bool(result.grids)
         cls = "book-figure book-heatmap" if heatmap else "book-figure"
         body = f'<figure class="{cls}" markdown="span">\n  ![{alt}]({rel})\n'

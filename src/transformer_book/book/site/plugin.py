@@ -19,7 +19,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin, event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
 
-from transformer_book.book.checking import drift_page
+from transformer_book.book.checking import drift_page, wording
 from transformer_book.book.site import config as book_config
 from transformer_book.book.site import fix_notebook_html, fix_palette, fix_search, mathjax, page_html, print_edition
 from transformer_book.book.site import report
@@ -274,6 +274,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             found = {sid: snip.record_path for sid, snip in self.session.discover().items()}
             claims = claim_index.index(Path(config.docs_dir), found)
             files.append(File.generated(config, claim_index.PAGE, content=claim_index.page_markdown(claims)))
+            for conflict in wording.conflicts(claims):  # a warning: the strict build and CI fail on it
+                log.warning(conflict.describe())
         self.font.start(config, self.config, self.project_root,
                         self.session.cache.root if self.session else None,
                         self.session.snippets_dir if self.session else None)
