@@ -303,3 +303,131 @@ def test_the_controls_switch_between_recorded_states(chromium, served: str, proj
         assert page.locator(".book-ex-state").inner_text() == "温度=2, 方式=x"
     finally:
         context.close()
+
+
+# -- the page's own parts, without a build: interactive.py's output with the shipped script and styles -------
+
+
+def _causal_figure():
+    """A heatmap like s04's causal-mask weights (one panel), as the engine hands it to the page."""
+    from transformer_book.book.results import Figure
+
+    words = ["the", "cat", "sat", "down"]
+    weights = [[1.0, 0.0, 0.0, 0.0], [0.3716, 0.6284, 0.0, 0.0], [0.7858, 0.054, 0.1601, 0.0],
+               [0.5432, 0.1713, 0.2377, 0.0478]]
+    grid = {"plotted": "ax0.image0", "title": "加上因果掩码", "row_name": "查询的词", "col_name": "被关注的词（键）",
+            "rows": words, "cols": words, "vmin": 0.0, "vmax": 1.0, "origin": "upper",
+            "colors": ["#f7fbff", "#6baed6", "#08306b"]}
+    return Figure.from_data({"plotted": {"ax0": {"image0": weights}}, "grids": [grid], "cell_format": ".2f"})
+
+
+def _signed_explorable():
+    """An explorable whose bars change sign with its control (like s05's scores as the positions move)."""
+    from transformer_book.book.results import Bars, Control, Explorable, Text
+
+    return Explorable([Control("Δ", [0, 1, 2])], lambda m: {"s": [1.5 - m, -0.5 - m], "t": float(m)},
+                      show=[Bars("s", ["甲", "乙"], title="分数", fmt=".2f"), Text("t", "差", ".1f")])
+
+
+def test_the_static_note_names_the_drawn_state_in_a_part_the_script_can_follow() -> None:
+    from transformer_book.book.rendering import interactive
+
+    html = interactive.explorable_html(_signed_explorable(), "ex-t")
+    note = re.search(r'<p class="book-ex-note">(.*?)</p>', html, re.S).group(1)
+    assert note.startswith('<span class="book-ex-note-shown">这里显示的是 '
+                           '<span class="book-ex-note-state">Δ=0</span> 时的结果。</span>在网页上可以改变 ')
+    assert "共 3 个状态" in note  # what the controls vary stays outside the part that is hidden on screen
+
+
+def _bare_page(body: str) -> str:
+    import material
+
+    static = Path(__file__).resolve().parents[1] / "src" / "transformer_book" / "book" / "rendering" / "static"
+    sheets = sorted((Path(material.__file__).parent / "templates" / "assets" / "stylesheets").glob("*.min.css"))
+    css = "".join(f"<style>{p.read_text(encoding='utf-8')}</style>" for p in sheets)
+    return (f'<!doctype html><html lang="zh"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width,initial-scale=1">{css}'
+            f"<style>{(static / 'engine.css').read_text(encoding='utf-8')}</style></head>"
+            f'<body data-md-color-scheme="default" data-md-color-primary="indigo" data-md-color-accent="indigo">'
+            f'<article class="md-typeset">{body}</article>'
+            f"<script>{(static / 'explore.js').read_text(encoding='utf-8')}</script></body></html>")
+
+
+def _rgb(css: str) -> tuple[float, float, float, float]:
+    parts = [float(x) for x in re.findall(r"[\d.]+", css)]
+    return (*parts[:3], parts[3] if len(parts) > 3 else 1.0)
+
+
+def _contrast(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    def lum(c: tuple[float, ...]) -> float:
+        ch = [v / 255 for v in c[:3]]
+        ch = [v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4 for v in ch]
+        return 0.2126 * ch[0] + 0.7152 * ch[1] + 0.0722 * ch[2]
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.mark.browser
+def test_heatmap_cells_read_apart_as_text_and_on_a_phone(chromium) -> None:
+    from transformer_book.book.rendering import interactive
+
+    figure = '<figure class="book-figure book-heatmap"><img alt="图" src="data:,"><figcaption>图</figcaption></figure>'
+    page_html = _bare_page(figure + interactive.heatmap_script(_causal_figure(), "x:heatmap"))
+    context = chromium.new_context(viewport=SIZES["phone"], has_touch=True, is_mobile=True)
+    page = context.new_page()
+    try:
+        page.set_content(page_html)
+        page.wait_for_selector("td.book-hm-cell")
+        text = page.locator("table.book-hm-grid").text_content()
+        assert "cat 0.37 0.63 0.00 0.00" in text, text  # not "cat0.370.630.000.00"
+        assert page.locator(".book-hm-bar").text_content().split() == ["0.00", "1.00"]
+        gaps = page.evaluate("""() => {  // the space between the numbers of neighbouring cells, as drawn
+            const row = [...document.querySelectorAll('td.book-hm-cell[data-r="1"]')];
+            const boxes = row.map(td => { const r = document.createRange(); r.selectNodeContents(td);
+                                          return r.getBoundingClientRect(); });
+            return boxes.slice(1).map((b, i) => b.left - boxes[i].right);
+        }""")
+        assert min(gaps) >= 6, gaps
+        cell = page.locator('td.book-hm-cell[data-r="1"][data-c="1"]')
+        cell.tap()
+        ring = page.evaluate("""() => { const s = getComputedStyle(document.querySelector('td.book-hm-active'));
+                                        return [s.outlineStyle, parseFloat(s.outlineWidth), s.boxShadow]; }""")
+        assert ring[0] == "solid" and ring[1] >= 2 and "inset" in ring[2], ring  # a ring, and a ring inside it
+        assert page.locator(".book-hm-readout").inner_text() == "查询的词「cat」，被关注的词（键）「cat」：0.63"
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
+def test_the_static_note_follows_the_state_and_negative_bars_keep_their_colour(chromium) -> None:
+    from transformer_book.book.rendering import interactive
+
+    context = chromium.new_context(viewport=SIZES["phone"], has_touch=True, is_mobile=True)
+    page = context.new_page()
+    try:
+        page.set_content(_bare_page(interactive.explorable_html(_signed_explorable(), "ex-t")))
+        page.wait_for_selector(".book-ex-controls:not([hidden])")
+        note = page.locator(".book-ex-note")
+        assert not page.locator(".book-ex-note-shown").is_visible()  # on screen the line above names the state
+        assert "共 3 个状态" in note.inner_text()
+        page.locator(".book-ex-option", has_text=re.compile("^2$")).tap()
+        assert page.locator(".book-ex-state").inner_text() == "Δ=2"
+        page.emulate_media(media="print")  # printed after a change: the note names what is drawn
+        assert note.inner_text().startswith("这里显示的是 Δ=2 时的结果。")
+        page.emulate_media(media="screen")
+        page.locator(".book-ex-option", has_text=re.compile("^1$")).tap()  # Δ = 1: one bar of each sign
+        for scheme in ("default", "slate"):
+            page.evaluate(f"document.body.setAttribute('data-md-color-scheme', '{scheme}')")
+            fills = page.evaluate("""() => [...document.querySelectorAll('.book-ex-bar-fill')].map(e =>
+                [e.classList.contains('book-ex-neg'), getComputedStyle(e).backgroundColor,
+                 getComputedStyle(e.parentNode).backgroundColor])""")
+            page_bg = _rgb(page.evaluate("getComputedStyle(document.body).backgroundColor"))
+            positive = {c for neg, c, _ in fills if not neg}
+            negative = {c for neg, c, _ in fills if neg}
+            assert positive and negative and positive.isdisjoint(negative), (scheme, fills)  # the sign has its colour
+            for _, colour, track in fills:
+                t = _rgb(track)
+                behind = tuple(t[i] * t[3] + page_bg[i] * (1 - t[3]) for i in range(3))
+                assert _contrast(_rgb(colour), page_bg) >= 3 and _contrast(_rgb(colour), behind) >= 3, (scheme, colour)
+    finally:
+        context.close()

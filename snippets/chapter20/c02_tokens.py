@@ -30,7 +30,7 @@ def compute():
         "corpus_wan": Value(corpus_chars / 1e4, ".1f"),  # 以“万字”为单位
         "toy_round_trip": Claim(
 "只由这句诗建立的词表能把它原样还原", equal(还原=toy.decode(toy_ids), 原句=LINE)),
-        "has_unknown": Claim("P08 的语料里有这句诗没出现过的字", above(len(unknown), 0, name="没出现过的字数")),
+        "has_unknown": Claim("这句诗里有 P08 训练文本中没出现过的字", above(len(unknown), 0, name="没出现过的字数")),
 
         "tokens": Table(columns=["字符", "玩具词表中的编号", "P08 词表中的词元", "P08 词表中的编号"], rows=rows),
         "toy_tokens": Value(" | ".join(toy.tokens(LINE))),

@@ -33,7 +33,7 @@ def compute():
 
     config = p08.P08Config()
     model = p08.build_model(config, vocab_size=10)
-    learned = model.pos_emb.table.weight  # (L_max, d)
+    learned = model.pos_emb.table.weight  # (T_max, d)
     shapes = Table(
         columns=["张量", "形状"],
         rows=[["词向量 $X$", " × ".join(map(str, x.shape))],

@@ -37,14 +37,15 @@ def compute():
     log_probs = torch.log_softmax(logits[0], dim=-1)  # (T, V)
     nll = -log_probs[torch.arange(y.size(1)), y[0]]  # (T,)：每个位置的 −ln p(真实的下一个字)
     loss = F.cross_entropy(logits.view(-1, logits.size(-1)), y.view(-1))
-    rows = [[t + 1, VALIDATION_LINE[: t + 1], VALIDATION_LINE[t + 1], float(math.exp(-n)), float(n)] for t, n in enumerate(nll.tolist())]
+    # 位置 t 读完了第 0 到 t 个字，猜的是第 t + 1 个字（位置从 0 数起，与全书一致）
+    rows = [[t, VALIDATION_LINE[: t + 1], VALIDATION_LINE[t + 1], float(math.exp(-n)), float(n)] for t, n in enumerate(nll.tolist())]
     easiest, hardest = int(nll.argmin()), int(nll.argmax())
     date_end = VALIDATION_LINE.index("，")  # 日期“十一月十五日”之后的逗号
     return {
         "mean_is_cross_entropy": Claim("逐位置 −ln p 的平均就是 cross_entropy 给出的损失",
                                        below(abs(float(nll.mean()) - float(loss)), 1e-5, name="两者之差")),
-        "easiest_in_date": Claim("最有把握的一步落在日期里", at_most(easiest + 1, date_end, name="最有把握的一步的位置")),
-        "hardest_after_weather": Claim("最难的一步在天气之后", above(hardest + 1, VALIDATION_LINE.index("晴"), name="最难的一步的位置")),
+        "easiest_in_date": Claim("最有把握的一步落在日期里", at_most(easiest + 1, date_end, name="最有把握的一步猜的那个字的下标")),
+        "hardest_after_weather": Claim("最难的一步在天气之后", above(hardest + 1, VALIDATION_LINE.index("晴"), name="最难的一步猜的那个字的下标")),
         "shift": shift,
         "per_position": Table(
             columns=["位置", "模型已读到的文字", "真实的下一个字", "模型给它的概率 $p$", r"$-\ln p$"],

@@ -41,7 +41,7 @@ def compute():
                    scale=1.0),
               Text("kept", "留下的候选", "d"),
               Text("text", f"用同一个种子续写 {N_NEW} 个字")],
-        caption="图 20-8　可调：温度 × top-k × top-p（P08 模型，↵ 表示换行）",
+        caption="图 5　可调：温度 × top-k × top-p（P08 模型，↵ 表示换行）",
         kind="trained",
     )
     plain = [explore.states[explore.combos().index((t, None, None))] for t in TEMPERATURES[1:]]
@@ -50,6 +50,6 @@ def compute():
         "explore": explore,
         "cooler_sharper": Claim("不截断时，温度越低，最高候选的概率越大",
                                 decreasing([s["probs"][0] for s in plain], name="最高候选的概率（温度 0.5、0.7、1.0、1.5）")),
-        "top_k_keeps_k": Claim("top-k = 5 时，无论温度多少，都恰好留下 5 个候选",
+        "top_k_keeps_k": Claim("top-k = 5、top-p 不截断、温度大于 0 时，都恰好留下 5 个候选",
                                all_of(*(equal(留下的候选=n, 期望=5) for n in kept_k5))),
     }

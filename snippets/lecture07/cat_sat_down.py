@@ -8,7 +8,7 @@ import numpy as np
 
 from transformer_book.attention_numpy import self_attention, self_attention_loop
 from transformer_book.book import Claim, Figure, Table, Value, below
-from transformer_book.step_pictures import query_path
+from transformer_book.step_pictures import describe_query_path, query_path
 
 WORDS = ["the", "cat", "sat", "down"]
 D, D_K = 4, 3
@@ -23,20 +23,22 @@ def matrix_table(matrix, row_names, col_names, fmt=".3f"):
 
 def compute():
     rng = np.random.default_rng(0)
-    X = rng.standard_normal((len(WORDS), D))  # (n, d) 词向量
+    X = rng.standard_normal((len(WORDS), D))  # (T, d) 词向量
     W_q, W_k, W_v = (rng.standard_normal((D, D_K)) for _ in range(3))  # (d, d_k)
     trace = self_attention(X, W_q, W_k, W_v)
     looped = self_attention_loop(X, W_q, W_k, W_v)
     max_diff = float(np.abs(trace.output - looped).max())
     dims = [f"第 {i + 1} 维" for i in range(D_K)]
     i = SHOWN_QUERY
-    raw = trace.K @ trace.Q[i]  # (n,)：查询 i 与每个键的点积
-    picture = query_path(WORDS, i, trace.Q[i], raw, trace.scores[i], trace.weights[i], trace.V, trace.output[i], D_K)
+    raw = trace.K @ trace.Q[i]  # (T,)：查询 i 与每个键的点积
+    steps = (WORDS, i, trace.Q[i], raw, trace.scores[i], trace.weights[i], trace.V, trace.output[i], D_K)
+    picture = query_path(*steps)
     return {
         "query_path": Figure(picture, data={"q": trace.Q[i].tolist(), "dots": raw.tolist(),
                                             "scaled": trace.scores[i].tolist(), "weights": trace.weights[i].tolist(),
                                             "weighted": (trace.weights[i][:, None] * trace.V).tolist(),
-                                            "output": trace.output[i].tolist()}),
+                                            "output": trace.output[i].tolist()},
+                             alt=describe_query_path(*steps)),  # 步骤图的文字版：每一步是什么、图上的每个数
         "queries": matrix_table(trace.Q, WORDS, dims),
         "scores": matrix_table(trace.scores, WORDS, WORDS),
         "weights": matrix_table(trace.weights, WORDS, WORDS),

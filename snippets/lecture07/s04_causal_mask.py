@@ -16,9 +16,9 @@ D, D_K = 4, 3
 
 def compute():
     rng = np.random.default_rng(0)  # 与第 2.3 节的片段相同的种子和抽取顺序
-    X = rng.standard_normal((len(WORDS), D))  # (n, d) 词向量
+    X = rng.standard_normal((len(WORDS), D))  # (T, d) 词向量
     W_q, W_k, W_v = (rng.standard_normal((D, D_K)) for _ in range(3))  # (d, d_k)
-    mask = causal_mask(len(WORDS))  # (n, n)，True = 可以关注
+    mask = causal_mask(len(WORDS))  # (T, T)，True = 可以关注
     trace = self_attention(X, W_q, W_k, W_v, mask=mask)
 
     X_changed = X.copy()

@@ -19,7 +19,7 @@ def compute():
     rng = np.random.default_rng(0)
     embeddings = {w: rng.standard_normal(D) for w in WORDS}  # 每个词一个 (d,) 向量
     W_q, W_k, W_v = (rng.standard_normal((D, D_K)) for _ in range(3))  # (d, d_k)
-    positions = sinusoidal_table(len(WORDS), D)  # (n, d)：位置 0、1、2 的向量
+    positions = sinusoidal_table(len(WORDS), D)  # (T, d)：位置 0、1、2 的向量
 
     plain = [outputs_by_word(s, embeddings, W_q, W_k, W_v) for s in (SENTENCE_A, SENTENCE_B)]
     with_pos = [outputs_by_word(s, embeddings, W_q, W_k, W_v, positions) for s in (SENTENCE_A, SENTENCE_B)]

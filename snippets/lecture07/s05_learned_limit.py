@@ -1,6 +1,6 @@
-"""第 5.3 节：可学习的位置表只有 L_max 行，超出就报错。
+"""第 5.3 节：可学习的位置表只有 T_max 行，超出就报错。
 
-用参考实现的 ``LearnedPositionEmbedding`` 建一张 L_max = 512、d = 16 的表（BERT 的长度），
+用参考实现的 ``LearnedPositionEmbedding`` 建一张 T_max = 512、d = 16 的表（BERT 的长度），
 先取 512 个位置（可以），再取 513 个位置，记下错误信息。
 """
 
@@ -16,7 +16,7 @@ L_MAX, D = 512, 16
 def compute():
     torch.manual_seed(0)
     table = LearnedPositionEmbedding(max_len=L_MAX, d_model=D)
-    full = table(L_MAX)  # (L_max, d)：每个位置一行
+    full = table(L_MAX)  # (T_max, d)：每个位置一行
     try:
         table(L_MAX + 1)
     except ValueError as error:

@@ -1,6 +1,6 @@
 """第 5.2 节：正弦位置编码的点积 PE_p · PE_{p+k} 只取决于距离 k（d = 64）。
 
-对三个起点 p = 0、20、100 分别计算，并与闭式 Σ_i cos(k·ω_i) 对照。
+对三个起点 p = 0、20、100 分别计算，并与闭式 Σ_s cos(k·ω_s) 对照。
 """
 
 import numpy as np
@@ -20,7 +20,7 @@ def compute():
     spread = float(np.abs(dots - formula).max())  # 三个起点与闭式之间的最大差
     k_index = {k: j for j, k in enumerate(DISTANCES)}
     rows = [[f"$p = {p}$", *row] for p, row in zip(STARTS, dots)]
-    rows.append(["闭式 $\\sum_i \\cos(k\\omega_i)$", *formula])
+    rows.append(["闭式 $\\sum_s \\cos(k\\omega_s)$", *formula])
     return {
         "table": Table(columns=["", *[f"$k = {k}$" for k in DISTANCES]], rows=rows,
                        formats=["", *[".1f"] * len(DISTANCES)], tolerance=FLOAT32),

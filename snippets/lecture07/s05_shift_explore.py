@@ -1,7 +1,7 @@
-"""第 5.4 节（可调的图）：把查询和键的位置同时往后挪 m 个位置，RoPE 的分数不变，加正弦编码的分数跟着变。
+"""第 5.4 节（可调的图）：把查询和键的位置同时往后挪 Δ 个位置，RoPE 的分数不变，加正弦编码的分数跟着变。
 
 沿用表 5-4 的查询 q 和键 k（d_k = 8，同一个种子），三组起点 (m_q, m_k) = (5, 2)、(3, 3)、(2, 5)，
-位置差分别是 3、0、−3；滑块把两个位置同时加上 m。
+位置差分别是 3、0、−3；滑块把两个位置同时加上 Δ（m、n 已经是查询和键的位置）。
 """
 
 import numpy as np
@@ -29,13 +29,13 @@ def compute():
 
     states = {(m,): state(m) for m in SHIFTS}
     explore = Explorable(
-        [Control("两个位置同时加上 m", SHIFTS, default=0)],
+        [Control("两个位置同时加上 Δ", SHIFTS, default=0)],
         states,
         show=[Bars("rope", "pairs", title="RoPE 的分数（查询位置，键位置）", fmt=".3f"),
               Bars("added", "pairs", title="加正弦编码后的分数（查询位置，键位置）", fmt=".3f"),
-              Text("rope_moved", "RoPE：与 m = 0 时最多相差", ".3f"),
-              Text("added_moved", "加正弦编码：与 m = 0 时最多相差", ".3f")],
-        caption="图 5-3　可调：把查询和键一起往后挪 m 个位置",
+              Text("rope_moved", "RoPE：与 Δ = 0 时最多相差", ".3f"),
+              Text("added_moved", "加正弦编码：与 Δ = 0 时最多相差", ".3f")],
+        caption="图 5-3　可调：把查询和键一起往后挪 Δ 个位置",
         tolerance=FLOAT32,
     )
     rope_most = max(s["rope_moved"] for s in states.values())

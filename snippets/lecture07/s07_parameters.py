@@ -1,7 +1,7 @@
 """第 7.5 节：一个 Transformer 块的参数量 12d² + 13d，以及 GPT-2 small 大小的模型。
 
 对 d = 64、128、768，搭一个真实的 TransformerBlock（Pre-LN，含偏置），按部分数参数，与公式对照。
-再用同一份代码搭一个 GPT-2 small 大小的 TransformerLM：V = 50257，L_max = 1024，d = 768，12 层，12 个头，
+再用同一份代码搭一个 GPT-2 small 大小的 TransformerLM：V = 50257，T_max = 1024，d = 768，12 层，12 个头，
 可学习的位置嵌入，输出层与词嵌入共享。模型搭在 meta 设备上，只有形状、不占内存。
 """
 
@@ -28,7 +28,7 @@ def compute():
     gpt2 = gpt2_small_breakdown()
     parts = ["token_embedding", "position_embedding", "blocks", "final_norm"]
     share = {p: gpt2[p] / gpt2["total"] for p in parts}
-    names = {"token_embedding": "词嵌入 $Vd$（与输出层共享）", "position_embedding": r"位置嵌入 $L_{\max} d$",
+    names = {"token_embedding": "词嵌入 $Vd$（与输出层共享）", "position_embedding": r"位置嵌入 $T_{\max} d$",
              "blocks": "12 个块", "final_norm": "最后的层归一化 $2d$"}
     gpt2_table = Table(
         columns=["部分", "参数个数", "占比"],

@@ -1,8 +1,8 @@
 """第 8.2 节：权重共享（weight tying）——输出层与词嵌入是同一个张量，参数因此少 V·d 个。
 
-小模型（V = 30，d = 64，4 个头，2 层，L_max = 64）真的建出来：共享时 ``head.weight is tok_emb.weight``，
-按对象身份去重计数（``count_parameters``）后恰好少 V·d 个参数。GPT-2 small（V = 50257，L_max = 1024，
-d = 768，12 层）只用公式数：词嵌入 V·d + 位置表 L_max·d + 12 个块 ×（12d² + 13d）+ 最后的层归一化 2d
+小模型（V = 30，d = 64，4 个头，2 层，T_max = 64）真的建出来：共享时 ``head.weight is tok_emb.weight``，
+按对象身份去重计数（``count_parameters``）后恰好少 V·d 个参数。GPT-2 small（V = 50257，T_max = 1024，
+d = 768，12 层）只用公式数：词嵌入 V·d + 位置表 T_max·d + 12 个块 ×（12d² + 13d）+ 最后的层归一化 2d
 （第 7.5 节用真实模块核对过这个公式），不共享时再加一个 V·d 的输出层。
 """
 

@@ -18,9 +18,9 @@ MILLION = 1e6
 
 def compute():
     rows = []
-    for n in LENGTHS:
-        f = layer_flops(n, D)
-        rows.append([n, f.linear / MILLION, f.attention_matrix / MILLION, f.attention_share])
+    for T in LENGTHS:
+        f = layer_flops(T, D)
+        rows.append([T, f.linear / MILLION, f.attention_matrix / MILLION, f.attention_share])
     table = Table(
         columns=["$T$", "投影与前馈 $12Td^2$（百万次乘加）", "注意力矩阵 $2T^2d$（百万次乘加）", "注意力矩阵的占比"],
         rows=rows,
@@ -28,14 +28,14 @@ def compute():
     )
 
     fig, ax = new_figure(width=6.4, height=3.6)
-    ax.plot(FIG_LENGTHS, [attention_share(n, D) for n in FIG_LENGTHS], "o-", label=f"d = {D}（GPT-2 small）")
-    ax.plot(FIG_LENGTHS, [attention_share(n, D_LARGE) for n in FIG_LENGTHS], "s--", label=f"d = {D_LARGE}（练习 7）")
+    ax.plot(FIG_LENGTHS, [attention_share(T, D) for T in FIG_LENGTHS], "o-", label=f"d = {D}（GPT-2 small）")
+    ax.plot(FIG_LENGTHS, [attention_share(T, D_LARGE) for T in FIG_LENGTHS], "s--", label=f"d = {D_LARGE}（练习 7）")
     ax.axhline(0.5, color="gray", lw=0.8, ls=":")
     for d, color in ((D, "C0"), (D_LARGE, "C1")):
         ax.axvline(crossover_length(d), color=color, lw=0.8, ls=":")
         ax.text(crossover_length(d) * 0.93, 0.03, f"6d = {crossover_length(d)}", color=color, ha="right", fontsize=8)
     ax.set_xscale("log", base=2)
-    ax.set_xticks(FIG_LENGTHS, [str(n) for n in FIG_LENGTHS], fontsize=7)
+    ax.set_xticks(FIG_LENGTHS, [str(T) for T in FIG_LENGTHS], fontsize=7)
     ax.set(xlabel="序列长度 T", ylabel="注意力矩阵占一层计算的比例", ylim=(0, 1))
     ax.yaxis.set_major_formatter(lambda y, _: f"{y:.0%}")
     ax.legend(loc="upper left")

@@ -1,6 +1,6 @@
 """第 11.3 节：位置编码用可学习的位置嵌入的迷你 GPT，四个随机种子。
 
-种子 0 的模型就是第 11.1 节训练的迷你 GPT（同样的数据、设置和种子），直接取来，不再重训。
+种子 0、1、2 的模型就是第 11.1 节训练的迷你 GPT（同样的数据、设置和种子），直接取来，不再重训。
 """
 
 from _positions import position_results
@@ -12,4 +12,6 @@ BUDGET_SECONDS = 120
 
 
 def compute():
-    return position_results("learned", reuse={0: artifact("lecture07/s11_train", "gpt")})
+    reuse = {0: artifact("lecture07/s11_train", "gpt"),
+             **{s: artifact("lecture07/s11_train", f"gpt_seed{s}") for s in (1, 2)}}
+    return position_results("learned", reuse=reuse)

@@ -4,7 +4,7 @@
 :mod:`transformer_book.transformer`；两者采用同一个掩码约定：**布尔掩码，True 表示“可以关注”**
 （和 ``torch.nn.functional.scaled_dot_product_attention`` 相同）。
 
-形状记号：n 序列长度，d 输入宽度，d_k 查询/键的宽度，d_v 值的宽度。
+形状记号：T 序列长度，d 输入宽度，d_k 查询/键的宽度，d_v 值的宽度。
 """
 
 from __future__ import annotations
@@ -66,12 +66,12 @@ def soft_lookup(query: np.ndarray, keys: np.ndarray, values: np.ndarray, scale: 
 class AttentionTrace:
     """一次自注意力计算的全部中间量（第 2.3 节逐一打印它们）。"""
 
-    Q: np.ndarray  # (n, d_k)
-    K: np.ndarray  # (n, d_k)
-    V: np.ndarray  # (n, d_v)
-    scores: np.ndarray  # (n, n)，已除以 √d_k，被屏蔽处为 -inf
-    weights: np.ndarray  # (n, n)，每行和为 1
-    output: np.ndarray  # (n, d_v)
+    Q: np.ndarray  # (T, d_k)
+    K: np.ndarray  # (T, d_k)
+    V: np.ndarray  # (T, d_v)
+    scores: np.ndarray  # (T, T)，已除以 √d_k，被屏蔽处为 -inf
+    weights: np.ndarray  # (T, T)，每行和为 1
+    output: np.ndarray  # (T, d_v)
 
 
 def attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, mask: np.ndarray | None = None, scale: bool = True):
@@ -79,27 +79,27 @@ def attention(Q: np.ndarray, K: np.ndarray, V: np.ndarray, mask: np.ndarray | No
 
     Parameters
     ----------
-    Q : ndarray, 形状 (n, d_k)
+    Q : ndarray, 形状 (T, d_k)
     K : ndarray, 形状 (m, d_k)
     V : ndarray, 形状 (m, d_v)
-    mask : ndarray of bool, 形状 (n, m), optional
+    mask : ndarray of bool, 形状 (T, m), optional（m 是键的个数）
         True 表示第 i 个查询可以关注第 j 个键；False 处的分数置为 -inf，softmax 后权重恰好为 0。
     scale : bool
         是否除以 √d_k（第 3 节解释为什么要除）。
 
     Returns
     -------
-    output : ndarray, 形状 (n, d_v)
-    weights : ndarray, 形状 (n, m)
-    scores : ndarray, 形状 (n, m)
+    output : ndarray, 形状 (T, d_v)
+    weights : ndarray, 形状 (T, m)
+    scores : ndarray, 形状 (T, m)
     """
-    scores = Q @ K.T  # (n, m)：第 i 行第 j 列是词 i 对词 j 的分数
+    scores = Q @ K.T  # (T, m)：第 i 行第 j 列是词 i 对词 j 的分数
     if scale:
         scores = scores / np.sqrt(K.shape[-1])
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
-    weights = softmax(scores, axis=-1)  # (n, m)，按行归一化
-    return weights @ V, weights, scores  # (n, d_v)
+    weights = softmax(scores, axis=-1)  # (T, m)，按行归一化
+    return weights @ V, weights, scores  # (T, d_v)
 
 
 def self_attention(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndarray, mask: np.ndarray | None = None) -> AttentionTrace:
@@ -107,11 +107,11 @@ def self_attention(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndar
 
     Parameters
     ----------
-    X : ndarray, 形状 (n, d)
+    X : ndarray, 形状 (T, d)
         每行一个词的向量。
     W_q, W_k : ndarray, 形状 (d, d_k)
     W_v : ndarray, 形状 (d, d_v)
-    mask : ndarray of bool, 形状 (n, n), optional
+    mask : ndarray of bool, 形状 (T, T), optional
         例如 :func:`causal_mask` 的结果。
 
     Returns
@@ -119,7 +119,7 @@ def self_attention(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np.ndar
     AttentionTrace
         Q、K、V、分数、权重和输出。
     """
-    Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (n, d_k), (n, d_k), (n, d_v)
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d_k), (T, d_k), (T, d_v)
     output, weights, scores = attention(Q, K, V, mask)
     return AttentionTrace(Q, K, V, scores, weights, output)
 
@@ -129,22 +129,22 @@ def self_attention_loop(X: np.ndarray, W_q: np.ndarray, W_k: np.ndarray, W_v: np
 
     Returns
     -------
-    ndarray, 形状 (n, d_v)
+    ndarray, 形状 (T, d_v)
     """
-    n, d_k = X.shape[0], W_q.shape[1]
+    T, d_k = X.shape[0], W_q.shape[1]
     outputs = []
-    for i in range(n):
+    for i in range(T):
         q_i = X[i] @ W_q  # (d_k,)
-        e_i = np.array([q_i @ (X[j] @ W_k) / np.sqrt(d_k) for j in range(n)])  # (n,) 分数 e_ij
-        alpha_i = softmax(e_i)  # (n,) 权重 α_ij
-        o_i = sum(alpha_i[j] * (X[j] @ W_v) for j in range(n))  # (d_v,) 值的加权和
+        e_i = np.array([q_i @ (X[j] @ W_k) / np.sqrt(d_k) for j in range(T)])  # (T,) 分数 e_ij
+        alpha_i = softmax(e_i)  # (T,) 权重 α_ij
+        o_i = sum(alpha_i[j] * (X[j] @ W_v) for j in range(T))  # (d_v,) 值的加权和
         outputs.append(o_i)
-    return np.stack(outputs)  # (n, d_v)
+    return np.stack(outputs)  # (T, d_v)
 
 
-def causal_mask(n: int) -> np.ndarray:
-    """因果掩码：下三角为 True（位置 i 只能关注 j ≤ i），形状 (n, n)。"""
-    return np.tril(np.ones((n, n), dtype=bool))
+def causal_mask(T: int) -> np.ndarray:
+    """因果掩码：下三角为 True（位置 i 只能关注 j ≤ i），形状 (T, T)。"""
+    return np.tril(np.ones((T, T), dtype=bool))
 
 
 def softmax_jacobian(weights: np.ndarray) -> np.ndarray:

@@ -170,7 +170,7 @@ class MultiHeadAttention(nn.Module):
 
 
 def sinusoidal_encoding(max_len, d):
-    """正弦位置编码表（Vaswani 等 2017）：PE[p, 2i] = sin(p·ω_i)，PE[p, 2i+1] = cos(p·ω_i)，ω_i = 10000^(−2i/d)，位置 p 从 0 数起。
+    """正弦位置编码表（Vaswani 等 2017）：PE[p, 2s] = sin(p·ω_s)，PE[p, 2s+1] = cos(p·ω_s)，ω_s = 10000^(−2s/d)，位置 p 从 0 数起。
 
     书中讲解：第 7 讲第 5.2 节。
 
@@ -218,7 +218,7 @@ class LearnedPositionEmbedding(nn.Module):
 
 
 def rope_tables(max_len, d_head, base=10000.0):
-    """RoPE 的 cos / sin 表：位置 m 的第 i 对维度转过角度 m·θ_i，θ_i = base^(−2i/d_h)。
+    """RoPE 的 cos / sin 表：位置 m 的第 s 对维度转过角度 m·θ_s，θ_s = base^(−2s/d_h)。
 
     Parameters
     ----------
@@ -230,7 +230,7 @@ def rope_tables(max_len, d_head, base=10000.0):
     Returns
     -------
     cos, sin : Tensor，各形状 (max_len, d_h)
-        前一半与后一半相同（第 i 维与第 i+d_h/2 维共用 θ_i），配合 ``apply_rope`` 的半分配对。
+        前一半与后一半相同（第 s 维与第 s+d_h/2 维共用 θ_s），配合 ``apply_rope`` 的半分配对。
     """
     if d_head % 2 != 0:
         raise ValueError(f"RoPE 要求每头宽度 d_h 为偶数，收到 d_h = {d_head}")
@@ -261,7 +261,7 @@ def apply_rope(x, cos, sin):
     """
     x1, x2 = x.chunk(2, dim=-1)  # 各 (..., T, d_h/2)
     rotated = torch.cat([-x2, x1], dim=-1)  # (..., T, d_h)：每对 (a, b) 变成 (−b, a)，即转 90°
-    return x * cos + rotated * sin  # 每对 (a, b) → (a·cosφ − b·sinφ, b·cosφ + a·sinφ)
+    return x * cos + rotated * sin  # 每对 (a, b) → (a·cosα − b·sinα, b·cosα + a·sinα)，α = mθ_s
 
 
 # ---------- 3. 前馈网络与 Transformer 块 ----------
@@ -440,7 +440,8 @@ class TransformerLM(nn.Module):
             self.head.weight = self.tok_emb.weight
 
     def _init_gpt2(self, n_residual_branches):
-        """GPT-2 的初始化：线性层与嵌入 ~ N(0, 0.02²)，偏置为 0，LayerNorm 保持 γ = 1、β = 0。"""
+        """nanoGPT 写法的“GPT-2 式初始化”：线性层与嵌入（位置表也一样）~ N(0, 0.02²)，偏置为 0，LayerNorm 保持
+        γ = 1、β = 0；残差分支的最后一层再除以 √(残差分支数)。OpenAI 公开的 GPT-2 代码里位置表用 0.01，也没有这一步缩放。"""
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(module.weight, mean=0.0, std=0.02)
@@ -490,7 +491,7 @@ class TransformerLM(nn.Module):
             x = x + self.pos_emb(T, offset)  # (T, d) 广播到 (B, T, d)
         elif self.pos == "sinusoidal":
             # 变体选择：像原论文（Vaswani 等 §3.4）那样先把词嵌入乘以 √d 再加正弦表。GPT-2 式初始化下词向量
-            # 的范数只有约 0.02·√d，而正弦表每行的范数是 √(d/2)，不放大的话位置信号会淹没词的信号，训练不动。
+            # 的范数只有约 0.02·√d，而正弦表每行的范数是 √(d/2)，不放大的话位置信号远远压过词的信号。
             x = x * math.sqrt(self.d_model) + self.sinusoidal_table[offset:offset + T]  # (B, T, d)
         rope = None
         if self.pos == "rope":  # RoPE 不加在输入上，而是把本段位置的 cos/sin 行交给每层的注意力

@@ -102,7 +102,7 @@ class Comparison:
             return head + "：" + "；".join(f"种子 {s}{'' if p.holds else '【不成立】'}：{p.describe()}"
                                           for s, p in zip(self.seeds, self.parts))
         if self.combined:
-            word = "全部成立" if self.op == "all_of" else "至少一个成立"
+            word = "以下须全部成立" if self.op == "all_of" else "以下至少一个成立即可"
             return f"{word}：" + "；".join(p.describe() for p in self.parts)
         text = _TEXT[self.op](self.inputs)
         if self.margin is not None:

@@ -10,7 +10,7 @@
 
 模型用到的部件按数据流经它们的顺序排在前面：前文的平均 → 一个头 → 几个头 → 前馈网络 → 块。它们故意写得比
 参考实现 :mod:`transformer_book.transformer` 短：没有掩码参数、没有 KV 缓存，只做这一页要做的事。
-每个模型在输出层之前都有一个层归一化 ``ln_f``（GPT 在最后一个块之后也有这一层），第五步把层归一化也放进块里。
+每个模型在输出层之前都有一个层归一化 ``ln_f``（GPT-2 这类 Pre-LN 模型在最后一个块之后也有这一层），第五步把层归一化也放进块里。
 
 五个模型用同一份数据、同一套训练（:func:`train_stage`：同样的步数、学习率、dropout 和种子）训练，
 验证损失的差别只来自模型本身。数据与分词器沿用实践 P08（:func:`transformer_book.chapter20.p08.prepare_data`）。
@@ -22,7 +22,7 @@ d_h 每头宽度 = d / h，V 词表大小。
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -193,7 +193,7 @@ STAGES = {"bigram": BigramLM, "average": AverageLM, "head": OneHeadLM, "heads": 
 
 @dataclass(frozen=True)
 class ScratchConfig:
-    """五个阶段共用的设置（默认值是书中的设置，每个阶段在单线程 CPU 上训练十几秒）。
+    """五个阶段共用的设置（默认值是书中的设置，每个阶段在单线程 CPU 上训练几秒到十来秒）。
 
     Parameters
     ----------
@@ -284,6 +284,16 @@ class StageResult:
         """:meth:`data` 的逆。"""
         return cls(data["stage"], list(data["steps"]), list(data["train_loss"]), list(data["val_loss"]),
                    int(data["n_parameters"]), float(data["seconds"]))
+
+
+SEEDS = (0, 1, 2)
+"""每个阶段训练的种子（初始化与取批次的顺序都随种子变）：比较两个阶段时，每个种子上都要成立。"""
+
+
+def train_seeds(stage: str, seeds: tuple[int, ...] = SEEDS, config: ScratchConfig = ScratchConfig()) -> list[StageResult]:
+    """同一个阶段在每个种子上各训练一次（其余设置相同），返回每个种子的结果。"""
+    data = prepare_data()
+    return [train_stage(stage, replace(config, seed=s), data) for s in seeds]
 
 
 def train_stage(stage: str, config: ScratchConfig = ScratchConfig(), data: P08Data | None = None) -> StageResult:

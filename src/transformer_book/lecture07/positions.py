@@ -4,7 +4,7 @@
 在参考实现 :mod:`transformer_book.transformer` 里；这里只是把它们组织成书中的实验，输入输出都是 numpy
 数组，方便放进表格。单头自注意力用 :mod:`transformer_book.attention_numpy`。
 
-形状记号：n 序列长度，d 编码维度（或词向量宽度），d_k 查询/键的宽度，d_v 值的宽度，P 位置个数。
+形状记号：T 序列长度，d 编码维度（或词向量宽度），d_k 查询/键的宽度，d_v 值的宽度，P 位置个数。
 """
 
 from __future__ import annotations
@@ -44,10 +44,10 @@ def outputs_by_word(
     dict
         词 → 形状 (d_v,) 的输出向量。
     """
-    X = np.stack([embeddings[w] for w in sentence])  # (n, d)
+    X = np.stack([embeddings[w] for w in sentence])  # (T, d)
     if positions is not None:
-        X = X + positions[: len(sentence)]  # (n, d)：第 p 行加上位置 p 的向量
-    out = self_attention(X, W_q, W_k, W_v).output  # (n, d_v)
+        X = X + positions[: len(sentence)]  # (T, d)：第 p 行加上位置 p 的向量
+    out = self_attention(X, W_q, W_k, W_v).output  # (T, d_v)
     return dict(zip(sentence, out))
 
 
@@ -60,7 +60,7 @@ def sinusoidal_table(max_len: int, d: int) -> np.ndarray:
 
 
 def frequencies(d: int, base: float = 10000.0) -> np.ndarray:
-    """第 i 对维度的角速度 ω_i = base^(−2i/d)，形状 (d/2,)；与正弦编码和 RoPE 用的是同一组频率。"""
+    """第 s 对维度的角速度 ω_s = base^(−2s/d)，形状 (d/2,)；与正弦编码和 RoPE 用的是同一组频率。"""
     return base ** (-np.arange(0, d, 2) / d)
 
 
@@ -77,14 +77,14 @@ def pe_dot_products(d: int, distances: Sequence[int], starts: Sequence[int]) -> 
     Returns
     -------
     ndarray, 形状 (len(starts), len(distances))
-        第 r 行是起点 ``starts[r]`` 的结果。理论值 Σ_i cos(k·ω_i) 与 p 无关。
+        第 r 行是起点 ``starts[r]`` 的结果。理论值 Σ_s cos(k·ω_s) 与 p 无关。
     """
     pe = sinusoidal_table(max(starts) + max(distances) + 1, d)  # (L, d)
     return np.array([[pe[p] @ pe[p + k] for k in distances] for p in starts])
 
 
 def pe_dot_product_formula(d: int, k: int) -> float:
-    """点积的闭式 Σ_i cos(k·ω_i)（由 sin a sin b + cos a cos b = cos(a − b) 得到）。"""
+    """点积的闭式 Σ_s cos(k·ω_s)（由 sin a sin b + cos a cos b = cos(a − b) 得到）。"""
     return float(np.cos(k * frequencies(d)).sum())
 
 
@@ -168,7 +168,7 @@ def rope_scores(q: np.ndarray, k: np.ndarray, pairs: Sequence[tuple[int, int]], 
     Parameters
     ----------
     q, k : ndarray, 形状 (d_k,)
-    pairs : (m, n) 的列表
+    pairs : (m, T) 的列表
     interleaved : bool
         True 时用原论文的相邻配对（``rope_interleaved``），否则用参考实现的半分配对。
 

@@ -18,8 +18,12 @@ the series' numbers). Its band is ``FACTOR × max_k d_k`` (at least the tight de
 if it generalises: for every ``k``, the band fitted to the *other* runs must cover run ``k`` (leave-one-out).
 A series that fails that test — one run moved it far more than all the others, as a count or a threshold
 crossing does (an accuracy that is exactly 1.0 in all runs but one) — cannot be banded: it is recorded
-``check: claims`` and is not compared as a number; the claims made about it are. A series whose text
-changes is ``check: varies``, likewise. Rounding residuals are never calibrated (kind ``rounding``).
+``check: claims`` and is not compared as a number; the claims made about it are. So is a series whose band
+would be as wide as what it guards (:func:`too_wide`: at least its largest |value|, or over 0.5 for a series in
+[0, 1]) — a check that cannot fail; its pages say that its numbers vary between machines. A series whose text
+changes is ``check: varies``, likewise. Rounding residuals are never calibrated (kind ``rounding``). On the
+arithmetic that made the record, the drift check compares trained numbers exactly (:func:`.drift.compare`):
+the bands are for other machines.
 
 **Claims.** Each atom of a claim's comparison (:mod:`.compare`) has a margin in every run. Calibration
 records the recorded margin, its spread (largest move), the worst margin seen and in how many runs it held.

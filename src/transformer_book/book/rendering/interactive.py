@@ -153,7 +153,10 @@ def explorable_html(result: Explorable, uid: str) -> str:
     default = result.default_state
     combos = result.combos()
     counts = "、".join(f"{c.name}（{len(c.values)} 个取值）" for c in result.controls)
-    note = (f"这里显示的是 {_e(result.state_name(combos[default]))} 时的结果。在网页上可以改变 {_e(counts)}，"
+    # The first sentence names the state drawn: the script keeps its name in step with the controls, and on
+    # screen, where the line above the drawing already names the current state, hides it (engine.css).
+    note = (f'<span class="book-ex-note-shown">这里显示的是 <span class="book-ex-note-state">'
+            f"{_e(result.state_name(combos[default]))}</span> 时的结果。</span>在网页上可以改变 {_e(counts)}，"
             f"共 {len(result.states)} 个状态；每一个都由构建时的代码算出，并像书里其他的数一样记录、核对。")
     data = {"labels": [c.labels for c in result.controls],
             "names": [c.name for c in result.controls],

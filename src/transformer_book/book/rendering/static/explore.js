@@ -11,6 +11,12 @@
     return e;
   }
 
+  // 表格里的格与格、行与行之间放一个空白：排版时表格不理会它，但按文字读这张表（复制、屏幕阅读器的
+  // 文字模式、textContent）时，相邻的数不会连成一串（“0.370.63”），而是“0.37 0.63”。
+  function gap(parent, text) {
+    parent.appendChild(document.createTextNode(text || " "));
+  }
+
   function readJSON(script) {
     try {
       return JSON.parse(script.textContent);
@@ -47,17 +53,19 @@
     readout.setAttribute("aria-live", "polite");
     readout.textContent = "把鼠标移到格子上（手机上轻点，键盘用 Tab 进入后按方向键），看它的行、列和数值。";
     var scroller = el("div", "book-hm-scroll");
-    var table = el("table", "book-hm-grid" + (dense ? " book-hm-dense" : ""));
+    var table = el("table", "book-hm-grid" + (dense ? " book-hm-dense" : "") + (showValues ? " book-hm-values" : ""));
     table.setAttribute("role", "grid");
     table.setAttribute("aria-label", title || "热图");
     var thead = el("thead");
     var hr = el("tr");
     var caption = el("caption", "book-hm-axes", "行：" + name(g.row_name, "行") + "　列：" + name(g.col_name, "列"));
     table.appendChild(caption);
+    gap(table, "\n");
     var corner = el("th", "book-hm-corner");
     corner.setAttribute("scope", "col");
     corner.appendChild(el("span", "book-hm-sr", name(g.row_name, "行") + "＼" + name(g.col_name, "列")));
     hr.appendChild(corner);
+    gap(hr);
     var colHeads = [];
     for (var c = 0; c < cols; c++) {
       var th = el("th", "book-hm-col", g.cols[c]);
@@ -65,10 +73,12 @@
       if (g.col_colors && g.col_colors[c] !== usual(g.col_colors)) th.style.boxShadow = "inset 0 -3px 0 " + g.col_colors[c];
       if (String(g.cols[c]).length > 2) th.classList.add("book-hm-vertical");
       hr.appendChild(th);
+      gap(hr);
       colHeads.push(th);
     }
     thead.appendChild(hr);
     table.appendChild(thead);
+    gap(table, "\n");
     var tbody = el("tbody");
     var rowHeads = [], cells = [];
     for (var r = 0; r < rows; r++) {
@@ -77,6 +87,7 @@
       rh.setAttribute("scope", "row");
       if (g.row_colors && g.row_colors[r] !== usual(g.row_colors)) rh.style.boxShadow = "inset -3px 0 0 " + g.row_colors[r];
       tr.appendChild(rh);
+      gap(tr);
       rowHeads.push(rh);
       var line = [];
       for (c = 0; c < cols; c++) {
@@ -95,9 +106,11 @@
         td.setAttribute("aria-label", describe(g, r, c));
         if (showValues) td.textContent = g.values[r][c];
         tr.appendChild(td);
+        gap(tr);
         line.push(td);
       }
       tbody.appendChild(tr);
+      gap(tbody, "\n");
       cells.push(line);
     }
     table.appendChild(tbody);
@@ -114,11 +127,15 @@
     marker.hidden = true;
     ramp.appendChild(marker);
     bar.appendChild(el("span", "book-hm-low", g.low));
+    gap(bar);
     bar.appendChild(ramp);
+    gap(bar);
     bar.appendChild(el("span", "book-hm-high", g.high));
 
     panel.appendChild(readout);
+    gap(panel, "\n");
     panel.appendChild(scroller);
+    gap(panel, "\n");
     panel.appendChild(bar);
 
     var active = null;
@@ -227,6 +244,9 @@
     var form = root.querySelector(".book-ex-controls");
     var view = root.querySelector(".book-ex-view");
     var state = root.querySelector(".book-ex-state");
+    // 说明文字里“这里显示的是 …… 时的结果”的那个状态名：跟着控件改（屏幕上这一句由 engine.css 藏起，
+    // 上面那一行已经写着当前状态；打印时它说的仍是画出来的那一个）。
+    var noteState = root.querySelector(".book-ex-note-state");
     if (!data || !form || !view) return;
     var sizes = data.labels.map(function (l) { return l.length; });
     function chosen() {
@@ -237,12 +257,17 @@
         return radio ? +radio.value : 0;
       });
     }
-    function update() {
+    function current() {
       var pick = chosen();
       var index = 0;
       for (var i = 0; i < pick.length; i++) index = index * sizes[i] + pick[i];  // 与 itertools.product 同序
+      return index;
+    }
+    function update() {
+      var index = current();
       view.innerHTML = data.states[index];
       if (state) state.textContent = data.state_names[index];
+      if (noteState) noteState.textContent = data.state_names[index];
       root.dataset.state = index;
       form.querySelectorAll('input[type="range"]').forEach(function (slider) {
         var label = data.labels[+slider.dataset.control][+slider.value];
@@ -256,6 +281,9 @@
     form.addEventListener("submit", function (e) { e.preventDefault(); });
     form.hidden = false;
     root.classList.add("book-ex-on");
+    // 浏览器在“后退”回到这一页时会恢复控件上次的选择：那时画出来的要跟着换成控件所选的状态。
+    var named = state || noteState;
+    if (named && data.state_names[current()] !== named.textContent) update();
   }
 
   function init() {
