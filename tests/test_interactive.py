@@ -399,6 +399,29 @@ def test_heatmap_cells_read_apart_as_text_and_on_a_phone(chromium) -> None:
 
 
 @pytest.mark.browser
+def test_column_labels_wider_than_their_cells_stand_on_end(chromium) -> None:
+    from transformer_book.book.rendering import interactive
+    from transformer_book.book.results import Figure
+
+    cols = [str(j) for j in range(30)]  # a dense map (like s05's positions × dimensions): cells narrower than "10"
+    grid = {"plotted": "ax0.image0", "row_name": "位置", "col_name": "维度", "rows": ["0", "1"], "cols": cols,
+            "vmin": 0.0, "vmax": 1.0, "origin": "upper"}
+    fig = Figure.from_data({"plotted": {"ax0": {"image0": [[0.5] * 30, [0.25] * 30]}}, "grids": [grid]})
+    figure = '<figure class="book-figure book-heatmap"><img alt="图" src="data:,"><figcaption>图</figcaption></figure>'
+    context = chromium.new_context(viewport=SIZES["phone"], has_touch=True, is_mobile=True)
+    page = context.new_page()
+    try:
+        page.set_content(_bare_page(figure + interactive.heatmap_script(fig, "x:dense")))
+        page.wait_for_selector("td.book-hm-cell")
+        heads = page.locator("th.book-hm-col")
+        assert "book-hm-vertical" not in heads.nth(9).get_attribute("class")  # "9" fits across its cell
+        assert all("book-hm-vertical" in heads.nth(j).get_attribute("class") for j in range(10, 30))
+        assert heads.nth(10).evaluate("th => getComputedStyle(th).writingMode") == "vertical-rl"
+    finally:
+        context.close()
+
+
+@pytest.mark.browser
 def test_the_static_note_follows_the_state_and_negative_bars_keep_their_colour(chromium) -> None:
     from transformer_book.book.rendering import interactive
 

@@ -48,20 +48,20 @@ def claims(study, worst):
                                                      below(r[1], 0.3, name=f"种子 {i} 次好的目标"),
                                                      above(r[2], 1 / CONFIG.vocab_size, name=f"种子 {i} 最差的目标（高于瞎猜）"))
                                               for i, r in enumerate(ranked)))),
-        "one_head_spreads": Claim("单头模型把权重分给三个目标位置（合计超过 0.85，每个都不到一半），"
+        "one_head_spreads": Claim("（种子 0）单头模型把权重分给三个目标位置（合计超过 0.85，每个都不到一半），"
                                   "学会的正是份量最大的那个",
                                   all_of(above(sum(on_targets), 0.85, name="三个目标的权重合计"),
                                          below(max(on_targets), 0.5, name="最大的一份"),
                                          largest({str(k): w for k, w in zip(CONFIG.offsets, on_targets)}, str(CONFIG.offsets[best])))),
-        "two_heads_cover": Claim("2 个头时，每个头把权重大致平分给两个目标位置，合起来覆盖全部三个目标；"
+        "two_heads_cover": Claim("（种子 0）2 个头时，每个头把权重大致平分给两个目标位置，合起来覆盖全部三个目标；"
                                  "两个头都取了 x_{t−1}",
                                  all_of(above(halves, 0.35, name="最小的一半"),
                                         equal(两个头覆盖=sorted(pairs[0] | pairs[1]), 全部目标=sorted(CONFIG.offsets)),
                                         equal(共同的目标=sorted(pairs[0] & pairs[1]), 期望=[1]))),
-        "three_heads_one_each": Claim("3 个头时，每个头几乎只看一个目标位置，正好一人一个",
+        "three_heads_one_each": Claim("（种子 0）3 个头时，每个头几乎只看一个目标位置，正好一人一个",
                                       all_of(equal(各头看的位置=sorted(map(focus, three)), 目标=sorted(CONFIG.offsets)),
                                              *(above(max(head), 0.9, name=f"头 {i} 的最大权重") for i, head in enumerate(three)))),
-        "six_heads_repeat": Claim("6 个头时，有的头与别的头看同一个位置", less(不同的位置数=len(set(six)), 头数=len(six))),
+        "six_heads_repeat": Claim("（种子 0）6 个头时，有的头与别的头看同一个位置", less(不同的位置数=len(set(six)), 头数=len(six))),
     }
 
 

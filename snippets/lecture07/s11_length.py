@@ -109,8 +109,6 @@ def compute():
         "figure": Figure(fig, kind="trained"),
         "n_seeds": Value(len(POSITION_SEEDS), "d"),
         "n_models": Value(len(acc), "d"),
-        "ppl_with_pos_min": Value(min(ppl[s, seed] for s in with_pos for seed in POSITION_SEEDS), ".3f", kind="trained"),
-        "ppl_with_pos_max": Value(max(ppl[s, seed] for s in with_pos for seed in POSITION_SEEDS), ".3f", kind="trained"),
         "ppl_none_mean": Value(avg_ppl["none"], ".3f", kind="trained"),
         "lowest_scheme": Value(SCHEME_NAMES[lowest[0]], kind="trained"),
         "lowest_seed": Value(lowest[1], "d", kind="trained"),

@@ -292,7 +292,7 @@ class FeedForward(nn.Module):
     def forward(self, x):
         """x: (B, T, d) → (B, T, d)。"""
         # GELU 用精确形式 x·Φ(x)（F.gelu 的默认）：与 nn.TransformerEncoderLayer(activation="gelu") 相同，
-        # 测试才能逐位对照；GPT-2 用的是 tanh 近似，两者处处相差不到 1e-3。
+        # 测试才能在浮点舍入以内对照；GPT-2 用的是 tanh 近似，两者处处相差不到 1e-3。
         return self.fc2(F.gelu(self.fc1(x)))  # GELU(x W_1 + b_1) W_2 + b_2：(B, T, d) → (B, T, 4d) → (B, T, d)
 
 

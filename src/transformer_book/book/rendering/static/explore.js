@@ -40,6 +40,14 @@
     return best;
   }
 
+  // 列标签横着写要多宽（以半个汉字计：汉字和全角符号算 2，其余算 1）。比格子宽的标签竖着写，
+  // 否则相邻的列标签会挤成一串（密集的热图里“10 11 12”连成“101112”）。
+  function across(label) {
+    var n = 0;
+    String(label).split("").forEach(function (ch) { n += ch.charCodeAt(0) >= 0x2e80 ? 2 : 1; });
+    return n;
+  }
+
   function describe(g, r, c) {
     return name(g.row_name, "行") + "「" + g.rows[r] + "」，" + name(g.col_name, "列") + "「" + g.cols[c] + "」：" + g.values[r][c];
   }
@@ -71,7 +79,7 @@
       var th = el("th", "book-hm-col", g.cols[c]);
       th.setAttribute("scope", "col");
       if (g.col_colors && g.col_colors[c] !== usual(g.col_colors)) th.style.boxShadow = "inset 0 -3px 0 " + g.col_colors[c];
-      if (String(g.cols[c]).length > 2) th.classList.add("book-hm-vertical");
+      if (across(g.cols[c]) > (dense ? 1 : 2)) th.classList.add("book-hm-vertical");
       hr.appendChild(th);
       gap(hr);
       colHeads.push(th);
