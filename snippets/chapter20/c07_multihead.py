@@ -60,7 +60,7 @@ def compute():
     heads = [1, 2, 4, 8]
     counts = [count_parameters(MultiHeadAttention(d_model=D, n_heads=h)) for h in heads]
     return {
-        "same_params": Claim("头数从 1 到 8，多头注意力的参数个数都一样", equal(不同的参数个数=len(set(counts)), 期望=1)),
+        "same_params": Claim("头数取 1、2、4、8，多头注意力的参数个数都一样", equal(不同的参数个数=len(set(counts)), 期望=1)),
         "same_shape": Claim("多头注意力的输出与输入形状相同", equal(输出形状=list(out.shape), 输入形状=list(x.shape))),
 
         "trace": Table(columns=["阶段", "代码里的运算", "形状（记号）", "本例的形状"], rows=rows),

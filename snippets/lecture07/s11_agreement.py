@@ -57,6 +57,7 @@ def compute():
                                     all_of(*(at_most(within_read[k], 0.0, name=f"{k} 个修饰语不超出的比例")
                                              for k in AGREEMENT_COUNTS if k >= 6))),
         "train_longest_input": Value(read, "d"),
+        "n_items": Value(N_AGREEMENT, ",d"),
         "share_read_4": Value(within_read[4], ".1%"),
         "table": table,
         "distance_per_modifier": Value(by_k[8].mean_distance / 8, ".1f"),

@@ -13,7 +13,7 @@ from transformer_book.book import (Claim, Figure, Table, Value, above, all_of, a
 from transformer_book.checkpoint import unpack
 from transformer_book.lecture07.agreement import longest_prefix
 from transformer_book.lecture07.untrained_rows import untrained_rows
-from transformer_book.lecture07.experiments import (AGREEMENT_SEED, LENGTH_COUNTS, POSITION_SCHEMES, POSITION_SEEDS,
+from transformer_book.lecture07.experiments import (AGREEMENT_SEED, LENGTH_COUNTS, N_AGREEMENT, POSITION_SCHEMES, POSITION_SEEDS,
                                                     SCHEME_NAMES, TRAIN_MAX_MODIFIERS, length_generalisation,
                                                     load_toy_data, training_positions)
 from transformer_book.plotting import new_figure
@@ -28,7 +28,7 @@ MIN_ITEMS = 20  # 按前缀长度作图时，题数少于它的前缀长度不�
 
 def compute():
     data = load_toy_data()
-    prefix = {k: longest_prefix(tl.agreement_test_set(k, 1000, seed=AGREEMENT_SEED)) for k in LENGTH_COUNTS}
+    prefix = {k: longest_prefix(tl.agreement_test_set(k, N_AGREEMENT, seed=AGREEMENT_SEED)) for k in LENGTH_COUNTS}
     ppl, res = {}, {}
     for scheme in POSITION_SCHEMES:
         for seed in POSITION_SEEDS:
@@ -76,7 +76,7 @@ def compute():
         ts = [t for t, (n, _) in by_prefix.items() if n >= MIN_ITEMS]
         ax_t.plot(ts, [by_prefix[t][1] for t in ts], style, markersize=3, label=f"可学习的位置嵌入，种子 {seed}")
     ax_t.axvspan(pos.longest_prefix + 0.5, pos.longest_input + 0.5, color="C3", alpha=0.15, zorder=0,
-                 label="训练中只出现在主动词之后的位置")
+                 label="主动词该出现的位置，训练中只放过主动词之后的词")
     ax_t.set(xlabel="前缀长度（含 <s>）", ylabel="主谓一致准确率", ylim=(-0.03, 1.03))
     ax_t.legend(fontsize=7, loc="lower right")
 
@@ -91,7 +91,7 @@ def compute():
                  if (t in zone) == inside]
         return sum(n * a for n, a in cells) / sum(n for n, _ in cells)
 
-    share_in_zone = {k: mean(it.verb_pos in zone for it in tl.agreement_test_set(k, 1000, seed=AGREEMENT_SEED))
+    share_in_zone = {k: mean(it.verb_pos in zone for it in tl.agreement_test_set(k, N_AGREEMENT, seed=AGREEMENT_SEED))
                      for k in (4, 5)}
     scheme_avg = {s: mean(longer_mean[s, seed] for seed in POSITION_SEEDS) for s in POSITION_SCHEMES}
     # 可学习的位置表里训练中从没读到过的行：收不到梯度，只被 AdamW 的权重衰减一步步缩小

@@ -31,8 +31,8 @@ def untrained_rows(packed: dict[str, Any], first: int, seed: int) -> UntrainedRo
     """``packed`` 是 :func:`~transformer_book.checkpoint.pack` 打包的、用可学习位置嵌入的模型；``seed`` 是它训练时的种子。
 
     刚初始化的模型在一个独立的随机数环境里建出（不打扰调用者的随机数流）。"""
-    trained = unpack(packed).pos_emb.table.weight.detach()[first:]  # (L_max − first, d)
+    trained = unpack(packed).pos_emb.table.weight.detach()[first:]  # (T_max − first, d)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        initial = MODELS[packed["model"]](**packed["kwargs"]).pos_emb.table.weight.detach()[first:]  # (L_max − first, d)
+        initial = MODELS[packed["model"]](**packed["kwargs"]).pos_emb.table.weight.detach()[first:]  # (T_max − first, d)
     return UntrainedRows(first, float(trained.std()), float(initial.std()))
