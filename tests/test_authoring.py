@@ -79,7 +79,7 @@ def test_claims_lists_the_guides_claim_with_its_page_line_and_comparison(scratch
     done = run(command("transformer_book claims"), scratch)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "lecture07/demo_softmax:sums_to_one" in done.stdout and "比较：与 1 之差 = " in done.stdout
-    assert "| 位置 | 句子 | 说法 | 比较 | 判定 |" in done.stdout  # the --markdown line of the same block
+    assert "| 位置 | 句子 | 说法 | 比较 | 效应与种子间的差 | 判定 |" in done.stdout  # the --markdown line of the same block
 
 
 def test_the_site_has_the_claims_page_generated_from_the_records(scratch: Path, built) -> None:

@@ -50,10 +50,10 @@ def test_a_run_that_jumps_far_beyond_the_others_makes_the_series_unbanded_and_ch
     assert entry["check"] == "claims" and "aten-avx2" in entry["why"]
 
 
-def test_seed_replicates_share_the_widest_band_of_their_family_and_other_series_keep_their_own() -> None:
-    """Four seeds of one experiment measure the same thing: a seed whose eight runs happened to stay close is
-    checked with its family's widest band. A series that only looks similar (no seed suffix), or one of the
-    family that calibration could not band, keeps what calibration said of it."""
+def test_seed_replicates_are_checked_through_their_claims_and_a_look_alike_keeps_its_band() -> None:
+    """Four seeds of one experiment: on another machine each seed's training is another draw (a laptop moved one
+    seed by twice the range of four), so no replicate is banded — what the seeds say together is checked (their
+    mean, the claims over them). A series that only looks similar (no seed suffix) keeps its own band."""
     from transformer_book.book.checking.records import calibrated_tolerance
 
     rec = _record({f"ppl_seed{i}": Value(4.0, kind="trained") for i in range(3)} | {"ppl": Value(4.0, kind="trained")})
@@ -61,13 +61,10 @@ def test_seed_replicates_share_the_widest_band_of_their_family_and_other_series_
     runs = _runs({f"jitter-{j}": {k: Value(4.0 + d * (j % 2 * 2 - 1) * j / 4, kind="trained") for k, d in moves.items()}
                   for j in range(1, 5)})
     record = write(rec, measure(rec, runs, "part/a"), [], "test")
-    assert calibrated_tolerance(record, "ppl_seed0")[0].abs == pytest.approx(FACTOR * 4e-3)
-    assert calibrated_tolerance(record, "ppl_seed1")[0].abs == pytest.approx(FACTOR * 4e-3)
-    assert calibrated_tolerance(record, "ppl")[0].abs == pytest.approx(FACTOR * 1e-3)
-    record["calibration"]["series"]["ppl_seed1"]["check"] = "claims"
-    tol, not_compared = calibrated_tolerance(record, "ppl_seed0")
-    assert tol.abs == pytest.approx(FACTOR * 2e-3) and not not_compared
-    assert calibrated_tolerance(record, "ppl_seed1")[1]
+    for i in range(3):
+        assert calibrated_tolerance(record, f"ppl_seed{i}")[1], "a seed replicate is not compared as a number"
+    tol, not_compared = calibrated_tolerance(record, "ppl")
+    assert tol.abs == pytest.approx(FACTOR * 1e-3) and not not_compared
 
 
 def test_a_claim_margin_inside_its_spread_is_not_robust_and_one_with_room_is() -> None:
@@ -201,9 +198,11 @@ def test_the_ensemble_bands_a_training_a_held_out_seed_passes_and_a_one_percent_
     loss = cal["series"]["loss"]
     assert loss["check"] == "band" and 0 < loss["spread"] < 1e-3, "one ulp per step moves the loss, a little"
     assert cal["series"]["curve.ax0.line0.y"]["check"] == "band"
-    assert cal["held_out"]["covered"] == cal["held_out"]["trials"] and cal["held_out"]["unbanded_series"] == 0
+    assert cal["held_out"]["covered"] == cal["held_out"]["trials"]
+    # the curve's x (step numbers: integers no run moves) is a discrete result, checked through the claims
+    assert cal["series"]["curve.ax0.line0.x"]["check"] == "claims" and cal["held_out"]["unbanded_series"] == 1
     assert cal["claims"]["low"]["robust"] is True
-    assert "part/a | 5 | 3 / 0 | 15/15" in out  # the loss, the curve's x and its y
+    assert "part/a | 5 | 2 / 1 | 15/15" in out  # the loss and the curve's y banded; the curve's x not
 
     held_out = build(trained_project, BOOK_CI="1", **HELD_OUT)
     assert held_out.returncode == 0, "a noise seed and a kernel path calibration never saw: " + output(held_out)

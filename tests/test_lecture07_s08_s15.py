@@ -84,7 +84,7 @@ def test_one_float32_score_matrix_at_65536_tokens_takes_16_gib():
 
 
 def test_layer_flops_rejects_empty_sizes():
-    with pytest.raises(ValueError, match="n ≥ 1"):
+    with pytest.raises(ValueError, match="T ≥ 1"):
         layer_flops(0, 768)
 
 

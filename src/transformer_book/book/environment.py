@@ -94,7 +94,8 @@ def fingerprint() -> dict[str, str]:
 @lru_cache(maxsize=1)
 def arithmetic() -> str:
     """Which arithmetic this process does, as a short hash: the CPU (model and instruction-set flags, which
-    choose torch's and the BLAS's code paths), the platform, the library versions and the numerical settings.
+    choose torch's and the BLAS's code paths, and the core count, which sets a thread pool's default size), the
+    platform, the library versions and the numerical settings.
     Two runs with the same arithmetic give bit-identical results (fixed seeds and threads): a trained number
     recorded under this arithmetic is checked exactly here, and within its calibrated band anywhere else
     (:func:`.checking.drift.compare`)."""
@@ -110,7 +111,7 @@ def arithmetic() -> str:
                 flags = " ".join(sorted(line.split(":", 1)[1].split()))
     except OSError:
         pass
-    parts = [model or platform.processor(), flags, platform.platform(terse=True), platform.machine(),
+    parts = [model or platform.processor(), flags, f"cores={os.cpu_count()}", platform.platform(terse=True), platform.machine(),
              *(f"{k}={v}" for k, v in sorted(fingerprint().items()))]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 

@@ -90,7 +90,7 @@ def _tolerance(result: Result, key: str, record: dict[str, Any] | None) -> str:
     return "；".join(texts) or "—"
 
 
-VARIES_NOTE = "训练所得的数随机器而变：书里显示的是一次运行的结果，构建不按数值核对它们，只核对正文据此说出的结论"
+VARIES_NOTE = "其中训练所得的一部分数随机器而变：书里显示的是一次运行的结果，构建不按数值核对这部分数，只核对正文据此说出的结论"
 
 
 def varies(result: Result, key: str, record: dict[str, Any] | None) -> bool:
