@@ -120,9 +120,7 @@ def unbandable(name: str, spread: float, values: list[Any], anything_moved: bool
     - *a discrete result no perturbation moved*: a count, a proportion, a text, exactly the same in every run
       while the snippet's other trained numbers moved — eight runs say nothing about the next machine, where
       one test item or one sampled character flips it by a whole step (an accuracy of 1.0 became 0.99975)."""
-    from transformer_book.book.checking.records import family
-
-    if family(name) != name:
+    if records.family(name) != name:
         return "一个种子的一次训练：换一台机器就像换了一次抽样，核对的是几个种子合起来的结论（平均、说法）"
     if spread == 0.0 and anything_moved and values and (
             any(isinstance(v, str) for v in values)

@@ -96,10 +96,8 @@ VARIES_NOTE = "其中训练所得的一部分数随机器而变：书里显示�
 def varies(result: Result, key: str, record: dict[str, Any] | None) -> bool:
     """Whether some trained number of the result is not compared as a number (calibration could not band it,
     or refused a band as wide as what it guards): then its caption says so, like its origin badge."""
-    for n in result.numbers(key):
-        if n.kind == TRAINED and records.calibrated_tolerance(record, n.series)[1]:
-            return True
-    return False
+    series = {n.series for n in result.numbers(key) if n.kind == TRAINED}  # a heatmap has thousands of numbers
+    return any(records.calibrated_tolerance(record, s)[1] for s in series)
 
 
 def _kind(result: Result) -> str:
