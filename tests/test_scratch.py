@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from transformer_book import transformer as ref
-from transformer_book.chapter20 import p08, scratch
+from transformer_book.chapter20 import poems, scratch
 
 D, H, T, V = 16, 4, 8, 23
 
@@ -94,9 +94,12 @@ def test_the_block_is_the_reference_pre_ln_block() -> None:
     assert torch.allclose(ours(x), expected, atol=1e-5)
 
 
+POEMS = ["春山一夜雨，秋水满前溪。明月来相照，清风去不迷。", "白日依山尽，长河入海流。孤舟千里外，明月满江楼。",
+         "山中春草绿，江上白云飞。一别千年后，相逢是旧归。"] * 20
+
+
 def test_training_a_stage_records_its_curves_and_they_round_trip_as_data() -> None:
-    text = "春天来了，花开了。夏天来了，雨多了。秋天来了，叶黄了。冬天来了，雪白了。" * 8
-    data = p08.prepare_data({"a": text, "b": text[::-1]})
+    data = poems.prepare_poems(POEMS)
     config = scratch.ScratchConfig(d_model=D, n_heads=H, context=T, batch_size=4, steps=6, eval_every=3,
                                    warmup_steps=2)
     result = scratch.train_stage("block", config, data)
@@ -108,3 +111,49 @@ def test_training_a_stage_records_its_curves_and_they_round_trip_as_data() -> No
     assert scratch.StageResult.from_data(result.data()) == result
     again = scratch.train_stage("block", config, data)  # same data, order and seed: the same numbers
     assert again.val_loss == result.val_loss
+
+
+def test_the_shipped_corpus_is_the_one_its_readme_describes() -> None:
+    import hashlib
+    import re
+
+    readme = (poems.CORPUS.parent / "README.md").read_text(encoding="utf-8")
+    assert hashlib.sha256(poems.CORPUS.read_bytes()).hexdigest() == poems.CORPUS_SHA256
+    assert re.findall(r"\b[0-9a-f]{64}\b", readme) == [poems.CORPUS_SHA256], "the README names another file"
+    assert "The MIT License" in (poems.CORPUS.parent / "LICENSE").read_text(encoding="utf-8")
+    corpus = poems.load_poems()
+    assert all(poems.is_wuyan(p) for p in corpus), "every poem in the corpus is a 五言绝句 or 律诗"
+    assert f"{len(corpus)} 首" in readme
+
+
+def test_a_changed_corpus_is_refused(tmp_path, monkeypatch) -> None:
+    changed = tmp_path / "wuyan.txt"
+    changed.write_bytes(poems.CORPUS.read_bytes().replace("月".encode(), "日".encode(), 1))
+    monkeypatch.setattr(poems, "CORPUS", changed)
+    with pytest.raises(ValueError, match="sha256"):
+        poems.load_poems(changed)
+
+
+def test_the_form_measures_count_five_character_lines_and_whole_poems() -> None:
+    jueju = "白日依山尽，黄河入海流。欲穷千里目，更上一层楼。"
+    assert poems.is_wuyan(jueju) and poems.is_wuyan(jueju * 2)
+    assert not poems.is_wuyan(jueju[:-1])  # 最后一句没有句号
+    assert not poems.is_wuyan(jueju * 3)  # 12 句
+    assert not poems.is_wuyan("白日依山，黄河入海流。欲穷千里目，更上一层楼。")  # 一句四个字
+    assert not poems.is_wuyan("白日依山尽。黄河入海流，欲穷千里目，更上一层楼。")  # 逗号句号颠倒
+    assert poems.five_char_share([jueju]) == 1.0
+    assert poems.five_char_share(["白日依山，黄河入海流。欲穷"]) == 0.5  # 没写完的半句不算
+    assert poems.five_char_share([jueju], skip="白日依山尽，") == 1.0
+    assert poems.five_char_share(["白日依山尽，一二三。"], skip="白日依山尽，") == 0.0
+    assert poems.form_share([jueju, jueju[:-1]]) == 0.5
+
+
+def test_writing_poems_is_repeatable_and_stops_at_the_end_of_a_poem() -> None:
+    data = poems.prepare_poems(POEMS)
+    config = scratch.ScratchConfig(d_model=D, n_heads=H, context=T, batch_size=4, steps=30, eval_every=30,
+                                   warmup_steps=2)
+    model = scratch.train_stage("heads", config, data).model
+    first = poems.write_poems(model, data.tokenizer, "春山", 5, context=T, seed=3)
+    assert first == poems.write_poems(model, data.tokenizer, "春山", 5, context=T, seed=3)
+    assert len(first) == 5 and all(p.startswith("春山") and "\n" not in p for p in first)
+    assert all(len(p) <= poems.MAX_POEM_CHARS for p in first)

@@ -1,16 +1,20 @@
-"""从零搭一个小 GPT：五个阶段共用的数据与设置（实践 P08 的语料与切分，scratch.ScratchConfig 的默认值）。"""
+"""从零写一个会写诗的 GPT：五个阶段共用的数据与设置（五言唐诗语料，scratch.ScratchConfig 的默认值）。"""
 
 import math
 
 from transformer_book.book import Value
-from transformer_book.chapter20 import p08, scratch
-
-DATA_FILES = ["data/p08/explanations.txt", "data/p08/letters.txt", "data/p08/notes.txt", "data/p08/stories.txt"]
+from transformer_book.chapter20 import poems, scratch
 
 
 def compute():
-    config, data = scratch.ScratchConfig(), p08.prepare_data()
+    config, data = scratch.ScratchConfig(), poems.prepare_poems()
+    n_poems = len(data.train_poems) + len(data.val_poems)
     return {
+        "poems": Value(n_poems, ",d"),
+        "jueju": Value(sum(len(p) == 24 for p in poems.load_poems()), ",d"),  # 五言绝句：4 句 × (5 字 + 标点)
+        "lvshi": Value(sum(len(p) == 48 for p in poems.load_poems()), ",d"),  # 五言律诗：8 句
+        "train_poems": Value(len(data.train_poems), ",d"),
+        "val_poems": Value(len(data.val_poems), ",d"),
         "train_chars": Value(len(data.train_ids), ",d"),
         "val_chars": Value(len(data.val_ids), ",d"),
         "vocab_size": Value(data.tokenizer.vocab_size, ",d"),
@@ -21,5 +25,8 @@ def compute():
         "context": Value(config.context, "d"),
         "batch_size": Value(config.batch_size, "d"),
         "steps": Value(config.steps, "d"),
-        "dropout": Value(config.dropout, ".1f"),
+        "tokens_seen": Value(config.steps * config.batch_size * config.context, ",d"),
+        "lr": Value(config.lr, "g"),
+        "warmup": Value(config.warmup_steps, "d"),
+        "prompt": Value(scratch.PROMPT),
     }

@@ -58,7 +58,7 @@ def compute():
     return {
         "close_after_1": Claim("第 1 轮结束时，两个模型的验证集困惑度相差不到 0.5",
                                per_seed(lambda g, r, *_: below(abs(g[0] - r[0]), 0.5, name="相差")),
-                               uncertain="句中说明第 1 轮的两个数换一种舍入重算就会变，变化可达零点几"),
+                               uncertain="句中说明迷你 GPT 第 1 轮的数换一种舍入重算就会变，变化可达零点几"),
         "gpt_ahead_at_end": Claim("最后两轮，迷你 GPT 的验证集困惑度都低于 RNN",
                                   per_seed(lambda g, r, *_: all_of(*(less(**{f"迷你GPT第{e}轮": a, f"RNN第{e}轮": b})
                                                                      for e, a, b in zip(epochs[-2:], g[-2:], r[-2:]))))),
@@ -95,4 +95,5 @@ def compute():
         "gpt": Artifact(package(GPT_SPEC, gpt)),
         **{f"gpt_seed{s}": Artifact(package(replace(GPT_SPEC, seed=s), gpts[s])) for s in SEEDS[1:]},
         "rnn": Artifact(package(RNN_SPEC, rnn)),
+        **{f"rnn_seed{s}": Artifact(package(replace(RNN_SPEC, seed=s), rnns[s])) for s in SEEDS[1:]},
     }

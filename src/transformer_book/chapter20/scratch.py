@@ -1,4 +1,4 @@
-"""从零搭一个小 GPT：五个模型，每一个只比上一个多几行（实践 P08 前篇）。
+"""从零写一个会写诗的 GPT：五个模型，每一个只比上一个多几行（实践 P08 前篇）。
 
 从上往下读这个文件，就是从“只看当前这一个字”的二元模型一路走到一个完整的 Transformer 块：
 
@@ -13,7 +13,8 @@
 每个模型在输出层之前都有一个层归一化 ``ln_f``（GPT-2 这类 Pre-LN 模型在最后一个块之后也有这一层），第五步把层归一化也放进块里。
 
 五个模型用同一份数据、同一套训练（:func:`train_stage`：同样的步数、学习率、dropout 和种子）训练，
-验证损失的差别只来自模型本身。数据与分词器沿用实践 P08（:func:`transformer_book.chapter20.p08.prepare_data`）。
+验证损失的差别只来自模型本身。数据是五言唐诗（:mod:`transformer_book.chapter20.poems`）；训练好以后，
+每个模型各写一批诗（:func:`train_seeds`），量一量它们像不像五言诗。
 
 形状记号：B 批量大小，T 序列长度（上下文窗口），d 模型宽度（代码里的 ``d_model``），h 头数，
 d_h 每头宽度 = d / h，V 词表大小。
@@ -29,7 +30,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from transformer_book.chapter20.p08 import P08Data, eval_windows, mean_loss, prepare_data, random_batch
+from transformer_book.chapter20.p08 import eval_windows, mean_loss, random_batch
+from transformer_book.chapter20.poems import PoemData, prepare_poems, write_poems
 from transformer_book.training import OptimConfig, fit
 
 # ---------------------------------------------------------------------------
@@ -193,7 +195,7 @@ STAGES = {"bigram": BigramLM, "average": AverageLM, "head": OneHeadLM, "heads": 
 
 @dataclass(frozen=True)
 class ScratchConfig:
-    """五个阶段共用的设置（默认值是书中的设置，每个阶段在单线程 CPU 上训练几秒到十来秒）。
+    """五个阶段共用的设置（默认值是书中的设置，每个阶段每个种子在单线程 CPU 上训练十几秒到半分钟）。
 
     Parameters
     ----------
@@ -202,7 +204,7 @@ class ScratchConfig:
     context : int
         上下文窗口 T。
     dropout : float
-        dropout 概率（语料很小，不加它模型很快就背下训练文本）。
+        dropout 概率。默认 0：八百步读过的字还不到训练文本的一遍，模型来不及背下它；语料小、训练长时才需要它。
     batch_size, steps : int
         每批窗口数与优化步数。
     lr, min_lr, warmup_steps, weight_decay, grad_clip : float
@@ -216,15 +218,15 @@ class ScratchConfig:
     d_model: int = 64
     n_heads: int = 4
     context: int = 32
-    dropout: float = 0.3
-    batch_size: int = 32
-    steps: int = 300
-    lr: float = 3e-3
+    dropout: float = 0.0
+    batch_size: int = 16
+    steps: int = 800
+    lr: float = 5e-3
     min_lr: float = 1e-4
-    warmup_steps: int = 30
+    warmup_steps: int = 200
     weight_decay: float = 0.1
     grad_clip: float = 1.0
-    eval_every: int = 50
+    eval_every: int = 200
     seed: int = 0
 
     def optim(self) -> OptimConfig:
@@ -234,13 +236,15 @@ class ScratchConfig:
 
 
 def build(stage: str, vocab_size: int, config: ScratchConfig = ScratchConfig()) -> nn.Module:
-    """按名字搭出一个阶段的模型，用 GPT-2 的方式初始化（线性层与嵌入 ~ N(0, 0.02²)，偏置为 0）。
+    """按名字搭出一个阶段的模型：线性层 ~ N(0, 0.02²)、偏置为 0（GPT-2 的做法）；嵌入保留 PyTorch 的默认 N(0, 1)。
 
+    嵌入不缩小：第五步的块先对它做层归一化，嵌入若只有 0.02 那么大，归一化要把它放大约五十倍，这是为本页
+    这样短的训练选的设置。五个模型用同一种初始化。
     初始化的随机性由调用前的种子决定。
     """
     model = STAGES[stage](vocab_size, config.d_model, config.context, config.n_heads, config.dropout)
     for module in model.modules():
-        if isinstance(module, (nn.Linear, nn.Embedding)):
+        if isinstance(module, nn.Linear):
             nn.init.normal_(module.weight, mean=0.0, std=0.02)
         if isinstance(module, nn.Linear) and module.bias is not None:
             nn.init.zeros_(module.bias)
@@ -265,6 +269,12 @@ class StageResult:
         参数个数。
     seconds : float
         训练用的墙钟时间。
+    poems : list[str]
+        训练好以后，模型从一首诗的开头写出的 :data:`N_POEMS` 首诗（量格式用）。
+    samples : list[str]
+        从提示 :data:`PROMPT` 续写的几首（放在页面上给人看）。
+    model : nn.Module 或 None
+        训练好的模型（``eval()`` 模式；由 :meth:`from_data` 还原的结果没有它）。
     """
 
     stage: str
@@ -273,32 +283,49 @@ class StageResult:
     val_loss: list[float]
     n_parameters: int
     seconds: float = field(compare=False)
+    poems: list[str] = field(default_factory=list)
+    samples: list[str] = field(default_factory=list)
+    model: nn.Module | None = field(default=None, compare=False, repr=False)
 
     def data(self) -> dict[str, Any]:
         """纯数据（可以作为片段的 ``Artifact`` 交给别的片段）。"""
         return {"stage": self.stage, "steps": list(self.steps), "train_loss": list(self.train_loss),
-                "val_loss": list(self.val_loss), "n_parameters": self.n_parameters, "seconds": self.seconds}
+                "val_loss": list(self.val_loss), "n_parameters": self.n_parameters, "seconds": self.seconds,
+                "poems": list(self.poems), "samples": list(self.samples)}
 
     @classmethod
     def from_data(cls, data: dict[str, Any]) -> "StageResult":
         """:meth:`data` 的逆。"""
         return cls(data["stage"], list(data["steps"]), list(data["train_loss"]), list(data["val_loss"]),
-                   int(data["n_parameters"]), float(data["seconds"]))
+                   int(data["n_parameters"]), float(data["seconds"]), list(data["poems"]), list(data["samples"]))
 
 
 SEEDS = (0, 1, 2)
 """每个阶段训练的种子（初始化与取批次的顺序都随种子变）：比较两个阶段时，每个种子上都要成立。"""
 
+PROMPT = "床前明月光，"
+"""页面上的样诗从这一句续写。"""
+N_POEMS = 40
+"""训练好以后，每个模型从一首诗的开头写多少首，用来量格式。"""
+WRITE_SEED = 0
+"""写诗时抽样的种子：同一个模型，写出的诗每次都一样。"""
+
 
 def train_seeds(stage: str, seeds: tuple[int, ...] = SEEDS, config: ScratchConfig = ScratchConfig()) -> list[StageResult]:
-    """同一个阶段在每个种子上各训练一次（其余设置相同），返回每个种子的结果。"""
-    data = prepare_data()
-    return [train_stage(stage, replace(config, seed=s), data) for s in seeds]
+    """同一个阶段在每个种子上各训练一次（其余设置相同），训练好以后让它写诗；返回每个种子的结果。"""
+    data = prepare_poems()
+    runs = []
+    for seed in seeds:
+        run = train_stage(stage, replace(config, seed=seed), data)
+        run.poems = write_poems(run.model, data.tokenizer, "", N_POEMS, context=config.context, seed=WRITE_SEED)
+        run.samples = write_poems(run.model, data.tokenizer, PROMPT, 2, context=config.context, seed=WRITE_SEED)
+        runs.append(run)
+    return runs
 
 
-def train_stage(stage: str, config: ScratchConfig = ScratchConfig(), data: P08Data | None = None) -> StageResult:
-    """训练一个阶段的模型，返回它的损失曲线。五个阶段的数据、批次顺序、步数和种子完全相同。"""
-    data = prepare_data() if data is None else data
+def train_stage(stage: str, config: ScratchConfig = ScratchConfig(), data: PoemData | None = None) -> StageResult:
+    """训练一个阶段的模型，返回它的损失曲线和训练好的模型。五个阶段的数据、批次顺序、步数和种子完全相同。"""
+    data = prepare_poems() if data is None else data
     torch.manual_seed(config.seed)
     model = build(stage, data.tokenizer.vocab_size, config)
     batches = torch.Generator().manual_seed(config.seed)
@@ -322,4 +349,5 @@ def train_stage(stage: str, config: ScratchConfig = ScratchConfig(), data: P08Da
 
     fit(model, step_loss, config.steps, config.optim(), after_step=after_step)
     n_parameters = sum(p.numel() for p in model.parameters())
-    return StageResult(stage, steps, train_loss, val_loss, n_parameters, time.perf_counter() - start)
+    return StageResult(stage, steps, train_loss, val_loss, n_parameters, time.perf_counter() - start,
+                       model=model.eval())

@@ -45,7 +45,7 @@ TRAIN_CONFIG = TrainConfig()  # 8 轮，批量 64，AdamW，最大学习率 3e-3
 
 POSITION_SCHEMES: tuple[str, ...] = ("learned", "sinusoidal", "rope", "none")
 POSITION_SEEDS: tuple[int, ...] = (0, 1, 2, 3)  # 单个训练的结果会翻转，几种位置编码各训练 4 次
-SCHEME_NAMES = {"learned": "可学习的位置嵌入", "sinusoidal": "正弦位置编码", "rope": "RoPE", "none": "无位置信息"}
+SCHEME_NAMES = {"learned": "可学习的位置嵌入", "sinusoidal": "正弦位置编码", "rope": "RoPE", "none": "不加位置编码"}
 
 TRAIN_MAX_MODIFIERS = len(tl.TRAIN_MODIFIER_PROBS) - 1  # 训练语料里最多 3 个修饰语
 AGREEMENT_COUNTS: tuple[int, ...] = (0, 1, 2, 3, 4, 6, 8)  # 第 11.2 节的表

@@ -5,8 +5,9 @@ A claim decides a comparison ("一个块比二元模型的验证损失低 0.05 �
 prose. If an edit turns the sentence round ("……比二元模型高") the claim still holds and nothing else would
 notice. This check reads both for words that say which way a comparison goes — 高于/低于, 超过/不到,
 比……高/比……低, 上升/下降 … — and reports a sentence whose words all point the opposite way of its claim's.
-It says nothing where either has no such word, or where a sentence uses both directions (it is then
-comparing several things, and a reviewer reads it against the claims listing).
+It says nothing where either has no such word. Where a sentence uses both directions it compares several
+things; then the clause that ends at the citation (after the last ，；：) is the one held to the claim, and
+if that clause has no such word or points both ways, a reviewer reads it against the claims listing.
 
 A negation just before a word turns it round: 不高于 points down, 没有下降 points up.
 """
@@ -71,10 +72,20 @@ class Conflict:
                 f" sentence «{self.sentence}» — claim «{self.statement}»; make the sentence say what the claim checks")
 
 
+_CLAUSE = re.compile(r"[，；：,;:]")
+
+
 def opposite(sentence: str, statement: str) -> bool:
-    """True when every comparison word of the sentence points against every one of the statement."""
-    said, claimed = directions(sentence), directions(statement)
-    return len(said) == 1 and len(claimed) == 1 and said != claimed
+    """True when the sentence's words of comparison point against the statement's: all of the sentence's, or,
+    where the sentence compares several things (both directions), those of the clause that ends at the claim —
+    "每一步都比上一步低：A 比 B 高{{ claim A<B }}" is turned round in its last clause."""
+    claimed = directions(statement)
+    if len(claimed) != 1:
+        return False
+    said = directions(sentence)
+    if len(said) == 2:  # several comparisons: the clause that ends at the citation is the claim's
+        said = directions(_CLAUSE.split(sentence.rstrip("，；：,;: "))[-1])
+    return len(said) == 1 and said != claimed
 
 
 def conflicts(cited: list) -> list[Conflict]:
