@@ -8,11 +8,11 @@ from transformer_book.chapter20 import poems, scratch
 
 def compute():
     config, data = scratch.ScratchConfig(), poems.prepare_poems()
-    n_poems = len(data.train_poems) + len(data.val_poems)
+    every = data.train_poems + data.val_poems
     return {
-        "poems": Value(n_poems, ",d"),
-        "jueju": Value(sum(len(p) == 24 for p in poems.load_poems()), ",d"),  # 五言绝句：4 句 × (5 字 + 标点)
-        "lvshi": Value(sum(len(p) == 48 for p in poems.load_poems()), ",d"),  # 五言律诗：8 句
+        "poems": Value(len(every), ",d"),
+        "jueju": Value(sum(len(p) == 24 for p in every), ",d"),  # 五言绝句：4 句 × (5 字 + 标点)
+        "lvshi": Value(sum(len(p) == 48 for p in every), ",d"),  # 五言律诗：8 句
         "train_poems": Value(len(data.train_poems), ",d"),
         "val_poems": Value(len(data.val_poems), ",d"),
         "train_chars": Value(len(data.train_ids), ",d"),
