@@ -28,6 +28,7 @@ nav:
   - api/tiny.md
 plugins:
   - book:
+      preload: []
       mathjax: false
   - mkdocstrings:
       default_handler: python
@@ -177,11 +178,16 @@ def test_an_excerpt_shows_the_object_as_the_file_has_it_and_links_to_its_api_ent
     mixer = re.search(r'<h2 id="transformer_book\.tiny\.Mixer".*?</h2>\s*<p class="book-shown-in">(.*?)</p>', api, re.S)
     assert mixer and "#code-tiny.Mixer.plain" in mixer.group(1)
 
-    # the page's notebook shows the excerpt as a Markdown cell
+    # the page's notebook: a whole function is a code cell that redefines it in its module (the reader edits and
+    # reruns it); a method, which cannot run on its own, a Markdown cell
     nb = json.loads((book / "site" / "part" / "page" / "page.ipynb").read_text(encoding="utf-8"))
-    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    markdown = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
     _, lines = source_lines(book, "def attend(", 4)
-    assert any(c.startswith("```python\n" + "\n".join(lines) + "\n```") for c in cells), cells
+    defining = [c for c in code if c.startswith("%%define transformer_book.tiny\n")]
+    assert len(defining) == 1 and defining[0].endswith("\n" + "\n".join(lines)), code
+    assert any(c.startswith("```python\n") and "def plain(" in c for c in markdown), markdown
+    assert not any("def plain(" in c for c in code)
     assert "no_such_module_anywhere" not in done.stdout + done.stderr  # parsed, never imported
 
 

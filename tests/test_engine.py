@@ -324,6 +324,26 @@ def test_references_are_found_outside_code_only() -> None:
     ]
 
 
+def test_a_page_is_parsed_once_and_rendering_replaces_each_directive_where_the_parser_found_it(tmp_path: Path) -> None:
+    """The one parser (issue 41): each directive carries its place (line, columns, indentation); rendering
+    substitutes the parsed directives in page order, without matching the syntax again, and the claims listing
+    reads the sentence before a citation from the same objects."""
+    from transformer_book.book.rendering import claim_index
+
+    text = "# 页\n\n甲 {{ a:x }} 乙 `{{ a:y }}` 丙 {{ claim a:c }}，丁 {{ b:z | .1f }}。\n\n    {{ table a:t \"表\" }}\n"
+    refs = pages.find_refs(text, "part/p.md")
+    line = text.split("\n")[2]
+    assert [(r.kind, line[r.start:r.end]) for r in refs[:3]] == [
+        ("value", "{{ a:x }}"), ("claim", "{{ claim a:c }}"), ("value", "{{ b:z | .1f }}")]
+    assert refs[3].own_line and refs[3].indent == "    " and refs[3].index == 4
+    seen: list[str] = []
+    out = pages.render(text, "part/p.md", 0, lambda r: seen.append(r.key) or f"[{r.key}]\n第二行" * r.own_line or f"[{r.key}]")
+    assert seen == ["x", "c", "z", "t"], "called once per directive, in page order"
+    assert out.split("\n")[2:6] == ["甲 [x] 乙 `{{ a:y }}` 丙 [c]，丁 [z]。", "", "    [t]", "    第二行"]
+    write(tmp_path / "docs" / "part" / "p.md", text)
+    assert list(claim_index.citations(tmp_path / "docs")) == [("part/a", "c", "part/p.md:3", "甲 ⟨x⟩ 乙 `{{ a:y }}` 丙")]
+
+
 def test_a_malformed_reference_is_an_error_with_its_line() -> None:
     with pytest.raises(pages.PageRefError, match="p.md:2"):
         pages.find_refs("好\n{{ a }}\n", "p.md")
@@ -749,7 +769,7 @@ def test_a_page_with_results_gets_a_runnable_notebook_that_reproduces_its_number
     assert nb.cells[0].source == "# 第二页"
     assert "数是 1.50，回到第一页。" in markdown  # the number filled in; a link to another page kept as text
     assert "> **提示**" in markdown and "里面也有 1.500。" in markdown  # an admonition as a blockquote
-    assert "def compute():" in code and 'results["c"] = run(compute)' in code
+    assert "def compute():" in code and 'results["c"] = run(compute, "part/c")' in code
     assert code.count("def compute():") == 1, "a snippet's code appears once"
 
     NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(project)}}).execute()

@@ -31,6 +31,7 @@ theme:
       toggle: {icon: material/weather-sunny, name: light}
 plugins:
   - book:
+      preload: []
       mathjax: false
       webfont: false
 markdown_extensions:

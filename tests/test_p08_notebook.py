@@ -92,7 +92,7 @@ def test_the_notebook_trains_with_the_library_recipe_and_draws_with_new_figure(n
     assert "p08.train_p08(config, data" in source and "config = p08.P08Config()" in source
     assert "optimizer" not in source and ".backward()" not in source, "不要抄一份训练循环：调用 p08.train_p08"
     assert "new_figure(" in source
-    assert "find_repo_root(Path.cwd()" in source, "从当前目录往上找仓库根目录（根目录或 docs/chapter20 都能运行）"
+    assert "CORPUS_FILES = p08.CORPUS_FILES" in source, "语料随包安装：从包里读，在哪个目录打开笔记本都能运行"
 
 
 def test_the_notebook_records_the_numbers_it_shows(nb):

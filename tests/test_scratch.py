@@ -157,3 +157,61 @@ def test_writing_poems_is_repeatable_and_stops_at_the_end_of_a_poem() -> None:
     assert first == poems.write_poems(model, data.tokenizer, "春山", 5, context=T, seed=3)
     assert len(first) == 5 and all(p.startswith("春山") and "\n" not in p for p in first)
     assert all(len(p) <= poems.MAX_POEM_CHARS for p in first)
+
+
+# -- the page's notebook: the reader edits the model classes -------------------------------------------------------
+
+@pytest.fixture
+def restored_modules():
+    """The package's modules as they were, whatever a test redefined in them."""
+    saved = {m: dict(vars(m)) for m in (scratch, poems)}
+    stages = dict(scratch.STAGES)
+    yield
+    for m, names in saved.items():
+        for name in [n for n in vars(m) if n not in names]:
+            delattr(m, name)
+        for name, value in names.items():
+            setattr(m, name, value)
+    scratch.STAGES.clear()
+    scratch.STAGES.update(stages)
+
+
+def test_a_class_redefined_in_the_notebook_is_the_one_the_package_builds_and_its_subclasses_follow(restored_modules) -> None:
+    """``%%define transformer_book.chapter20.scratch`` (in_jupyter.define) above the page's BigramLM: the reader's
+    version replaces the package's — in the module, in its table of stages — so ``train_stage`` trains it; a
+    later cell that redefines AverageLM builds on the reader's BigramLM."""
+    import inspect
+
+    from transformer_book.book.cli.in_jupyter import define
+
+    source = inspect.getsource(scratch.BigramLM)
+    silenced = source.replace("return self.lm_head(self.ln_f(x))  # (B, T, V)", "return 0 * self.lm_head(self.ln_f(x))")
+    assert silenced != source
+    kernel: dict = {}
+    assert define("transformer_book.chapter20.scratch", silenced, kernel) == ["BigramLM"]
+    assert kernel["BigramLM"] is scratch.BigramLM is scratch.STAGES["bigram"]
+    model = scratch.build("bigram", V, scratch.ScratchConfig(d_model=D, n_heads=H, context=T))
+    assert torch.count_nonzero(model(torch.randint(0, V, (2, T)))) == 0, "the reader's forward, not the package's"
+    old_average = scratch.AverageLM
+    assert not issubclass(old_average, scratch.BigramLM)  # the package's AverageLM still builds on the old one
+    define("transformer_book.chapter20.scratch", inspect.getsource(old_average))
+    assert issubclass(scratch.AverageLM, kernel["BigramLM"]) and scratch.STAGES["average"] is scratch.AverageLM
+
+
+def test_a_function_redefined_in_its_module_replaces_it_where_another_module_imported_it(restored_modules) -> None:
+    """scratch.py does ``from …poems import write_poems``: the reader's write_poems (defined in poems) is what
+    ``train_seeds`` calls. The cell keeps the module's ``from __future__ import annotations`` (an annotation
+    naming what only a type checker knows stays a string)."""
+    from transformer_book.book.cli.in_jupyter import define, module
+
+    assert define("transformer_book.chapter20.poems",
+                  "def write_poems(model, tokenizer, prompt, n, *, context, seed=0) -> NotDefinedAnywhere:\n"
+                  "    return ['读者写的']\n") == ["write_poems"]
+    assert scratch.write_poems is poems.write_poems and scratch.write_poems(None, None, "", 1, context=T) == ["读者写的"]
+    helper = module("_helper_for_a_test", "from transformer_book.chapter20 import scratch\nSEEDS = scratch.SEEDS\n")
+    import _helper_for_a_test  # noqa: F401 - importable by name, as a snippet imports its helper
+
+    assert _helper_for_a_test is helper and helper.SEEDS == scratch.SEEDS
+    import sys
+
+    del sys.modules["_helper_for_a_test"]

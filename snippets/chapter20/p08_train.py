@@ -14,7 +14,7 @@ from transformer_book.chapter20 import p08
 from transformer_book.book import Artifact, Claim, Figure, Table, Value, all_of, below, every_seed, less
 from transformer_book.plotting import new_figure
 
-DATA_FILES = ["data/p08/explanations.txt", "data/p08/letters.txt", "data/p08/notes.txt", "data/p08/stories.txt"]
+DATA_FILES = ["src/transformer_book/data/p08/explanations.txt", "src/transformer_book/data/p08/letters.txt", "src/transformer_book/data/p08/notes.txt", "src/transformer_book/data/p08/stories.txt"]
 BUDGET_SECONDS = 150
 SEEDS = (0, 1, 2)
 PROMPTS = ["一月", "天空为什么", "妈妈："]

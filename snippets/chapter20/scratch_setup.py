@@ -3,11 +3,11 @@
 import math
 
 from transformer_book.book import Value
-from transformer_book.chapter20 import poems, scratch
+from transformer_book.chapter20 import p08, poems, scratch
 
 
 def compute():
-    config, data = scratch.ScratchConfig(), poems.prepare_poems()
+    config, data, p08_data = scratch.ScratchConfig(), poems.prepare_poems(), p08.prepare_data()
     every = data.train_poems + data.val_poems
     return {
         "poems": Value(len(every), ",d"),
@@ -29,4 +29,9 @@ def compute():
         "lr": Value(config.lr, "g"),
         "warmup": Value(config.warmup_steps, "d"),
         "prompt": Value(scratch.PROMPT),
+        "seeds": Value(len(scratch.SEEDS), "d"),  # 每个阶段训练几次（几个种子）
+        "n_poems": Value(scratch.N_POEMS, "d"),  # 每个训练好的模型写几首诗
+        # 实践 P08 的语料（为什么这一篇不用它）：只读语料、建分词器，不训练
+        "p08_train_chars": Value(len(p08_data.train_ids), ",d"),
+        "p08_vocab_size": Value(p08_data.tokenizer.vocab_size, ",d"),
     }

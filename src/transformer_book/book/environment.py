@@ -27,6 +27,10 @@ ENGINE_VERSION = "3"  # 3: claims are comparisons with margins; the rounding kin
 VERSIONED_PACKAGES = ("torch", "numpy", "matplotlib")
 
 # Environment variables that change floating-point code paths, and so may change trained numbers.
+# What the worker forkserver imports besides numpy and matplotlib unless the book's ``preload`` option says
+# otherwise: torch, and what a first optimiser step imports (torch._dynamo, ~1 s a process otherwise).
+HEAVY_MODULES = ("torch", "torch.optim", "torch._dynamo")
+
 NUMERICAL_VARIABLES = ("BOOK_THREADS", "BOOK_JITTER", "ATEN_CPU_CAPABILITY", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS",
                        "OPENBLAS_CORETYPE")
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator
 
 from transformer_book.book.checking import drift, records
 from transformer_book.book.checking.drift import Change
@@ -28,7 +28,7 @@ from transformer_book.book.graph import closure, critical_paths, snippet_graph
 from transformer_book.book.memo import Memo, file_version
 from transformer_book.book.state import BuildState, Options, SnippetState
 from transformer_book.book.storage.cache import Entry, cache_key, open_cache
-from transformer_book.book.types import Outcome, SnippetError, Task
+from transformer_book.book.types import Executor, Outcome, SnippetError, Task
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -42,13 +42,6 @@ class _Verdict:
     problems: list[str]
     drift: list[Change]
     uncalibrated: list[str]
-
-
-class Executor(Protocol):
-    def submit(self, task: Task) -> Future: ...
-    def outcome(self, task: Task, future: Future) -> Outcome: ...
-    def close(self) -> None: ...  # after the last task: wait for nothing, release the workers
-    def abort(self) -> None: ...  # now: cancel what is queued, kill what runs
 
 
 Progress = Callable[[str, SnippetState], None]
@@ -191,7 +184,7 @@ class _Run:
         with self._executor() as executor:
             self.release()
             while (self.queue or self.running) and not stopping.is_set():
-                while self.queue and len(self.running) < getattr(executor(), "workers", 1):
+                while self.queue and len(self.running) < executor().workers:
                     _, sid, task = heapq.heappop(self.queue)
                     self.running[executor().submit(task)] = (sid, task)
                 done, _ = wait(list(self.running), return_when=FIRST_COMPLETED)

@@ -4,6 +4,8 @@ every executor (the local pool, a fresh interpreter, a Dask worker) sends the sa
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from transformer_book.book.results import Result
@@ -61,3 +63,31 @@ class Task:
 
 
 KILL_GRACE = 5.0  # seconds past its timeout before a snippet process that did not stop is killed
+
+
+class ExecutorUnavailable(RuntimeError):
+    """The chosen executor cannot be used (Dask missing, scheduler unreachable, no workers). The plugin stops
+    ``mkdocs build`` with this message, not a traceback (the execution layer knows nothing of MkDocs)."""
+
+
+class Executor(ABC):
+    """Where a build's snippet processes run: the local forkserver pool (:class:`.execution.pool.LocalExecutor`)
+    or a Dask cluster (:class:`.execution.dask_executor.DaskExecutor`). The session submits at most
+    :attr:`workers` tasks at a time."""
+
+    workers: int = 1
+
+    @abstractmethod
+    def submit(self, task: Task) -> Future: ...
+
+    @abstractmethod
+    def outcome(self, task: Task, future: Future) -> Outcome:
+        """The task's outcome once its future is done (an error outcome if its process died)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """After the last task: wait for nothing, release the workers."""
+
+    @abstractmethod
+    def abort(self) -> None:
+        """Now: cancel what is queued, kill what runs."""

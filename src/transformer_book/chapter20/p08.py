@@ -2,7 +2,7 @@
 
 配方（第 20 章各页与实践 P08 都用它）：
 
-1. 语料是 ``data/p08/*.txt``（为本书原创的中文短文）。每个文件末尾约 10 % 作验证集，
+1. 语料是包里的 ``data/p08/*.txt``（为本书原创的中文短文）。每个文件末尾约 10 % 作验证集，
    其余作训练集（:func:`transformer_book.char_tokenizer.train_val_split`）；分词器只从训练集建立，
    验证集里没见过的字符记为 ``<unk>``。
 2. 每一批是从训练文本里随机截取的 B 段、每段 T + 1 个字符的窗口：前 T 个是输入，后 T 个是目标
@@ -33,7 +33,7 @@ from transformer_book.char_tokenizer import CharTokenizer, train_val_split
 from transformer_book.training import OptimConfig, fit
 from transformer_book.transformer import TransformerLM, count_parameters, generate
 
-CORPUS_DIR = Path(__file__).resolve().parents[3] / "data" / "p08"
+CORPUS_DIR = Path(__file__).resolve().parents[1] / "data" / "p08"  # 随包安装：不在本书的项目目录里也找得到
 CORPUS_FILES = tuple(sorted(CORPUS_DIR.glob("*.txt")))
 # 书的构建引擎据此把语料文件算进缓存键：语料一改，用到它的片段都会重跑。
 BOOK_DATA_FILES = [str(p) for p in CORPUS_FILES]

@@ -12,6 +12,18 @@ result cache (or trained, if this machine has not built the book) by :func:`buil
     results["soft_lookup"] = run(compute)         # compute() as defined by the snippet's cell above
     show(results["soft_lookup"], "lookup")        # the table, as on the page
 
+A long snippet's cell defines its ``compute()`` too, then takes its results from the book's cache with
+:func:`computed` (or computes them here: outside a checkout of the book, or with ``retrain=True``).
+
+Two cell magics make the package's code something the reader edits (registered by :func:`setup`):
+
+- ``%%define transformer_book.chapter20.scratch`` above a class or function the page shows: the cell runs in that
+  module's namespace, so the new definition replaces the package's — in that module, in every module of the
+  package that imported it by name, and in the module-level tables that list it. What the snippets call next
+  (a training, a sampler) uses the reader's version;
+- ``%%module _helper`` above a snippet's helper module (``snippets/<part>/_helper.py``): the module, made from
+  the cell, so the notebook needs nothing of the book's project — with the package installed it runs anywhere.
+
 Every shown result also carries its data under :data:`RESULT_MIME` (``{"snippet", "key", "result"}``, the
 result's record as JSON text), so a test — or a reader's script — can compare what the notebook showed with
 the book's records.
@@ -19,19 +31,25 @@ the book's records.
 
 from __future__ import annotations
 
+import __future__
+import importlib
 import json
 import os
 import sys
+import tempfile
+import types
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from transformer_book.book import artifacts
-from transformer_book.book.results import MEASURED, Block, Claim, Explorable, Figure, Result, Table, Value, format_number
+from transformer_book.book.results import (MEASURED, Artifact, Block, Claim, Explorable, Figure, Result, Table, Value,
+                                          format_number)
 
 RESULT_MIME = "application/vnd.transformer-book.result+json"
 
 _ROOT: list[Path] = []
 _PROVIDED: dict[str, dict[str, str]] = {}
+_COMPUTED: set[str] = set()  # snippets whose artifacts this kernel computed (run(…, snippet))
 
 
 def _find_root() -> Path:
@@ -47,9 +65,16 @@ def _find_root() -> Path:
                        "或者把环境变量 BOOK_ROOT 设成它的路径")
 
 
-def setup(part: str) -> Path:
-    """Find the book's project, put ``snippets/<part>`` on ``sys.path``; returns the project root."""
-    root = _find_root()
+def setup(part: str) -> Path | None:
+    """Find the book's project and put ``snippets/<part>`` on ``sys.path``; returns the project root, or None
+    when the notebook runs outside a checkout of the book (then every snippet is computed in this kernel: the
+    package holds the code and data, the notebook the snippets and their helpers). Registers the cell magics."""
+    _register_magics()
+    try:
+        root = _find_root()
+    except RuntimeError:
+        _ROOT.clear()
+        return None
     folder = str(root / "snippets" / part)
     if folder not in sys.path:
         sys.path.insert(0, folder)
@@ -58,12 +83,64 @@ def setup(part: str) -> Path:
 
 
 def _root() -> Path:
-    return _ROOT[0] if _ROOT else setup("")
+    return _ROOT[0] if _ROOT else _find_root()
 
 
-def run(compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def _register_magics() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - a notebook always has IPython
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.register_magic_function(lambda line, cell: define(line.strip(), cell, shell.user_ns), "cell", "define")
+        shell.register_magic_function(lambda line, cell: module(line.strip(), cell), "cell", "module")
+
+
+def define(module_name: str, source: str, namespace: dict[str, Any] | None = None) -> list[str]:
+    """Run ``source`` in the namespace of ``module_name`` (a module of the package) and let what it defines
+    replace the old objects wherever the package's modules hold them: as a module attribute of the same name
+    (``from … import name`` made one in the importing module) or as a value of a module-level dict (a table of
+    classes by name). Returns the names it (re)defined; ``namespace`` (the kernel's) gets them too.
+
+    The source is compiled with the module's own ``from __future__`` features (its annotations stay
+    unevaluated, as in the file)."""
+    target = importlib.import_module(module_name)
+    flags = sum(f.compiler_flag for name in __future__.all_feature_names
+                if (f := getattr(__future__, name)) is vars(target).get(name))
+    before = dict(vars(target))
+    exec(compile(source, f"<{module_name}>", "exec", flags=flags, dont_inherit=True), vars(target))  # noqa: S102
+    changed = [n for n, v in vars(target).items() if not n.startswith("__") and before.get(n) is not v]
+    package = module_name.split(".", 1)[0] + "."
+    for name in changed:
+        old, new = before.get(name), vars(target)[name]
+        if old is None:
+            continue
+        for m in [m for k, m in list(sys.modules.items()) if k.startswith(package) and m is not target and m is not None]:
+            if vars(m).get(name) is old:
+                setattr(m, name, new)
+        for m in [m for k, m in list(sys.modules.items()) if k.startswith(package) and m is not None]:
+            for table in [v for v in vars(m).values() if type(v) is dict]:
+                for key in [k for k, v in table.items() if v is old]:
+                    table[key] = new
+    if namespace is not None:
+        namespace.update({n: vars(target)[n] for n in changed})
+    return changed
+
+
+def module(name: str, source: str) -> types.ModuleType:
+    """The module ``name`` made from ``source`` (a snippet's helper, as its file has it), importable from now on."""
+    made = types.ModuleType(name)
+    made.__file__ = f"<{name}>"
+    sys.modules[name] = made
+    exec(compile(source, f"<{name}>", "exec", dont_inherit=True), vars(made))  # noqa: S102
+    return made
+
+
+def run(compute: Callable[[], dict[str, Any]], snippet: str = "") -> dict[str, Any]:
     """Call a snippet's ``compute()`` as the build does: fixed seeds and threads first; figures are turned
-    into SVG (and closed, so Jupyter does not show them a second time)."""
+    into SVG (and closed, so Jupyter does not show them a second time). The artifacts it returns are handed to
+    the snippets after it that ``REQUIRES`` ``snippet``, as the build hands them over."""
     import matplotlib
 
     from transformer_book.book.execution.worker import finalize_figure, seed_everything
@@ -76,7 +153,36 @@ def run(compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     for value in results.values():
         if isinstance(value, Figure) and value.figure is not None:
             finalize_figure(value)
+    made = {k: v for k, v in results.items() if isinstance(v, Artifact)}
+    if snippet and made:
+        folder = Path(tempfile.mkdtemp(prefix="book-artifacts-"))
+        files = {}
+        for key, value in made.items():
+            files[key] = str(folder / key)
+            Path(files[key]).write_bytes(artifacts.encode(value.value))
+        _PROVIDED[snippet] = files
+        _COMPUTED.add(snippet)
+        artifacts.provide(dict(_PROVIDED))
     return results
+
+
+def computed(snippet: str, compute: Callable[[], dict[str, Any]], retrain: bool = False) -> dict[str, Result]:
+    """A long snippet's results: from the book's result cache, as :func:`built` gives them, in a checkout of the
+    book; computed in this kernel by :func:`run` outside one, or with ``retrain=True`` — then with the
+    definitions of the cells above, e.g. a model class the reader changed."""
+    if retrain or not _ROOT:
+        return run(compute, snippet)
+    return built([snippet])[snippet]
+
+
+def require(snippets: Iterable[str]) -> None:
+    """Make the artifacts of ``snippets`` available to the snippet below: those computed in this kernel as
+    they are, the others from the book's result cache (:func:`built`)."""
+    missing = [s for s in snippets if s not in _COMPUTED]
+    if missing and not _ROOT:
+        raise RuntimeError("下面的片段要用 " + "、".join(missing) + " 的结果：先运行本 notebook 里算它们的那几格")
+    if missing:
+        built(missing)
 
 
 def built(snippets: Iterable[str], retrain: bool = False) -> dict[str, dict[str, Result]]:
@@ -97,6 +203,7 @@ def built(snippets: Iterable[str], retrain: bool = False) -> dict[str, dict[str,
         entry = state.entries.get(sid)
         if entry is not None:
             _PROVIDED[sid] = session.cache.artifact_files(entry)
+            _COMPUTED.discard(sid)
     artifacts.provide(dict(_PROVIDED))
     return {sid: state.snippets[sid].results for sid in wanted}
 

@@ -23,21 +23,14 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from mkdocs.exceptions import PluginError
 
 from transformer_book.book.environment import numerical_settings
 from transformer_book.book.execution.dask_worker import ProcessDied, failed, run_on_worker
 from transformer_book.book.execution.identity import identity
 from transformer_book.book.storage.cache import Cache
-from transformer_book.book.types import Outcome, Task
+from transformer_book.book.types import Executor, ExecutorUnavailable, Outcome, Task
 
 INSTALL_HINT = "pip install 'dask[distributed]'"
-
-
-class ExecutorUnavailable(PluginError):
-    """The chosen executor cannot be used (Dask missing, scheduler unreachable, no workers).
-
-    A :class:`~mkdocs.exceptions.PluginError`, so ``mkdocs build`` stops with this message, not a traceback."""
 
 
 def scheduler_address(executor: str) -> str:
@@ -47,7 +40,7 @@ def scheduler_address(executor: str) -> str:
     raise ExecutorUnavailable(f"unknown executor {executor!r}: use \"local\" or \"dask://host:port\"")
 
 
-class DaskExecutor:
+class DaskExecutor(Executor):
     """Runs tasks on the Dask cluster at ``executor`` (``dask://host:port``), sharing results through ``cache``."""
 
     def __init__(self, executor: str, cache: Cache, project_root: Path, workers: int = 0, timeout: float = 30) -> None:

@@ -31,7 +31,7 @@ from typing import Sequence
 
 from transformer_book.book.environment import default_workers
 from transformer_book.book.execution.worker import run_in_pipe_process
-from transformer_book.book.types import Outcome, SnippetError, Task
+from transformer_book.book.types import Executor, Outcome, SnippetError, Task
 
 _CONTEXT: multiprocessing.context.BaseContext | None = None  # the one forkserver of this process (not a cache)
 _PRELOAD: list[str] = []
@@ -64,7 +64,7 @@ def warm_up() -> None:
         forkserver.ensure_running()
 
 
-class LocalExecutor:
+class LocalExecutor(Executor):
     """Runs each task in a fresh local process of its own, forked from the preloaded forkserver. The session
     submits at most ``workers`` tasks at a time."""
 

@@ -55,10 +55,14 @@ def seed_everything() -> None:
         np.random.seed(SEED)
     except ImportError:
         pass
-    try:
-        import torch
-    except ImportError:
+    torch = sys.modules.get("torch")
+    if torch is None:  # not preloaded (the book's preload option): seeded when the snippet has imported it
         return
+    _prepare_torch(torch)
+
+
+def _prepare_torch(torch: Any) -> None:
+    """Seed, thread count and (in a calibration run) jitter: before any snippet code uses torch."""
     torch.manual_seed(SEED)
     n = threads()
     torch.set_num_threads(n)
@@ -386,6 +390,7 @@ def _run_script(task: Task, path: Path) -> tuple[dict[str, Any], list[str]]:
     Like ``python snippet.py``, the snippet's folder comes first on ``sys.path``: a snippet can import a
     helper module that sits beside it (files beginning with ``_`` are helpers, not snippets)."""
     sys.path.insert(0, str(path.parent))
+    torch_prepared = "torch" in sys.modules  # seed_everything() prepared it
     spec = importlib.util.spec_from_file_location(f"book_snippet_{task.snippet.replace('/', '_')}", path)
 
     if spec is None or spec.loader is None:
@@ -394,6 +399,8 @@ def _run_script(task: Task, path: Path) -> tuple[dict[str, Any], list[str]]:
     sys.modules[spec.name] = module
     source = task.source or path.read_bytes()
     exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)  # the bytes the key hashed
+    if "torch" in sys.modules and not torch_prepared:  # imported by the snippet itself (not preloaded)
+        _prepare_torch(sys.modules["torch"])
     data_files = [str(d) for d in getattr(module, "DATA_FILES", [])]
     root = Path(task.project_root).resolve()
     for d in data_files:  # hashed before compute() reads them

@@ -22,11 +22,17 @@ import select
 import sys
 from pathlib import Path
 
+from transformer_book.book.environment import HEAVY_MODULES
 from transformer_book.book.files import atomic_write_text
 
 
 def serve() -> None:
-    importlib.import_module(f"{__package__}.preload")  # torch, numpy, matplotlib; engine hashed (as the forkserver)
+    importlib.import_module(f"{__package__}.preload")  # numpy, matplotlib; engine hashed (as the forkserver)
+    for name in HEAVY_MODULES:  # torch: what the book's forkserver imports by default (its preload option)
+        try:
+            importlib.import_module(name)
+        except ImportError:  # pragma: no cover - torch is a dependency of the book, not of the engine
+            pass
     from transformer_book.book.execution.worker import run_forked
 
     status_of: dict[int, str] = {}

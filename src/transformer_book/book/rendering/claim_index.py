@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from transformer_book.book.checking import records
-from transformer_book.book.rendering.pages import INLINE_RE, PageRefError, find_refs
+from transformer_book.book.rendering.pages import PageRefError, Ref, find_refs
 from transformer_book.book.results import Claim
 
 _SENTENCE_END = "。！？"  # a semicolon joins clauses of one sentence: a claim after it backs the whole sentence
-_BLOCK = re.compile(r"^(#|\||\?\?\?|!!!|```|\{\{[^}]*\}\}$)")  # headings, tables, admonitions, fences, a tag alone
+_BLOCK = re.compile(r"^(#|\||\?\?\?|!!!|```)")  # headings, tables, admonitions, fences (a directive alone: pages)
 
 
 @dataclass
@@ -65,16 +65,29 @@ class CitedClaim:
         return "；".join(parts)
 
 
-def _paragraph_sentence(lines: list[str], index: int, tag_start: int) -> str:
-    """The sentence that ends at a claim tag: from the previous sentence end (in the same paragraph) to the tag."""
+def _paragraph_sentence(lines: list[str], index: int, tag_start: int, alone: set[int], spans: dict[int, list[Ref]]) -> str:
+    """The sentence that ends at a claim tag: from the previous sentence end (in the same paragraph) to the tag.
+    ``alone``: the lines that hold a directive of their own (they end a paragraph); ``spans``: the inline
+    directives of each line (claims are left out of the sentence, values show as ⟨key⟩)."""
     start = index
-    while start > 0 and lines[start - 1].strip() and not _BLOCK.match(lines[start - 1].strip()):
+    while start > 0 and lines[start - 1].strip() and start - 1 not in alone and not _BLOCK.match(lines[start - 1].strip()):
         start -= 1
-    before = " ".join(l.strip() for l in lines[start:index]) + " " + lines[index][:tag_start].strip()
-    before = re.sub(r"\{\{\s*claim [^}]*\}\}", "", before).replace("**", "")
+
+    def prose(i: int, upto: int) -> str:
+        out, pos = [], 0
+        for ref in spans.get(i, []):
+            if ref.start >= upto:
+                break
+            out.append(lines[i][pos:ref.start])
+            out.append("" if ref.kind == "claim" else f"⟨{ref.key}⟩")
+            pos = ref.end
+        out.append(lines[i][pos:upto])
+        return "".join(out).strip()
+
+    before = " ".join(prose(i, len(lines[i])) for i in range(start, index)) + " " + prose(index, tag_start)
+    before = before.replace("**", "")
     cut = max(before.rstrip(_SENTENCE_END + " ").rfind(c) for c in _SENTENCE_END)
     text = before[cut + 1:] if cut >= 0 else before
-    text = INLINE_RE.sub(lambda m: f"⟨{m['key']}⟩", text)
     # links keep their text: their targets are relative to the page the sentence is on, not to a listing
     text = re.sub(r"\[([^\]]*)\](\([^)]*\)|\[[^\]]*\])", r"\1", text)
     return re.sub(r"\s+", " ", text.lstrip("-*> ")).strip()
@@ -86,14 +99,18 @@ def citations(docs_dir: Path) -> Iterator[tuple[str, str, str, str]]:
         page = md.relative_to(docs_dir).as_posix()
         text = md.read_text(encoding="utf-8")
         try:
-            refs = [r for r in find_refs(text, page) if r.kind == "claim"]
+            refs = find_refs(text, page)
         except PageRefError:
             continue
         lines = text.split("\n")
+        alone = {r.index for r in refs if r.own_line}
+        spans: dict[int, list[Ref]] = {}
+        for r in refs:
+            if not r.own_line:
+                spans.setdefault(r.index, []).append(r)
         for ref in refs:
-            line = lines[ref.line - 1]
-            m = re.search(r"\{\{\s*claim\s+[^}]*?:" + re.escape(ref.key) + r"\s*\}\}", line)
-            yield ref.snippet, ref.key, ref.where, _paragraph_sentence(lines, ref.line - 1, m.start() if m else len(line))
+            if ref.kind == "claim":
+                yield ref.snippet, ref.key, ref.where, _paragraph_sentence(lines, ref.index, ref.start, alone, spans)
 
 
 def index(docs_dir: Path, record_paths: dict[str, Path]) -> list[CitedClaim]:

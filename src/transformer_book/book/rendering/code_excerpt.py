@@ -213,15 +213,23 @@ class Excerpts:
                 f'<small class="book-code-source">`{ex.qualname}` 原样取自 `{ex.rel}` 第 {ex.first}–{ex.last} 行 · '
                 f"代码参考：[`{ex.qualname}`][{ex.api}]</small>\n")
 
-    def notebook_markdown(self, ref: pages.Ref) -> str:
-        """The excerpt as a Markdown cell of the page's notebook (the same code, no site links)."""
+    def notebook_cell(self, ref: pages.Ref) -> tuple[str, str]:
+        """The excerpt as a cell of the page's notebook: ``("code", …)`` for a whole class or function of a
+        module — the same code under ``%%define <module>`` (:func:`.in_jupyter.define`), which the reader edits
+        and reruns, and what comes after uses their version; ``("markdown", …)`` for a part of one (a method,
+        a nested function), which cannot run on its own."""
         try:
             ex = self.find(ref.snippet, ref.key)
         except ExcerptError as exc:  # the page itself reports it (serve shows the page with the error)
-            return f"⚠ {ref.where}: {exc}"
+            return "markdown", f"⚠ {ref.where}: {exc}"
+        where = f"原样取自 `{ex.rel}` 第 {ex.first}–{ex.last} 行"
+        if "." not in ex.qualname:
+            return "code", (f"%%define {self.package}.{ref.snippet}\n"
+                            f"# {ex.qualname}，{where.replace('`', '')}。改一改再运行这一格，"
+                            "后面的代码用的就是改过的这一个。\n"
+                            f"{ex.text}")
         fence = "`" * max(3, _longest_backticks(ex.text) + 1)
-        return (f"{fence}python\n{ex.text}\n{fence}\n\n"
-                f"`{ex.qualname}`，原样取自 `{ex.rel}` 第 {ex.first}–{ex.last} 行。")
+        return "markdown", f"{fence}python\n{ex.text}\n{fence}\n\n`{ex.qualname}`，{where}。"
 
     # -- the book as a whole -------------------------------------------------------------------------
 

@@ -1,12 +1,16 @@
 """A runnable notebook for every page that shows results, written beside the page in the site.
 
 The notebook is the page: its prose as Markdown cells, with the generated numbers filled in; before the
-first result of each snippet, a code cell with the snippet's code exactly as the build runs it (then
-``results[...] = run(compute)``); where the page places a table, figure or block, a cell that shows it; after
-a paragraph with inline numbers, a cell that shows those numbers; where the page shows an excerpt of the package
-(``{{ code module:name }}``), a Markdown cell with that code. Long trainings (and the models that other
-snippets ``REQUIRES``) are taken from the book's result cache by :func:`.in_jupyter.built`, in a cell that
-says so and how to retrain. The cells run with :mod:`.in_jupyter`.
+paragraph (or table, figure, block) that first states a snippet's results, a code cell with the snippet's code
+exactly as the build runs it (then ``results[...] = run(compute)``): each result is computed before the text
+states it; where the page places a table, figure or block, a cell that shows it; after a paragraph with inline
+numbers or cited claims, a cell that shows those numbers and claims (a claim as ✓ or ✗ and its statement); where the page shows an excerpt of the package
+(``{{ code module:name }}``), a cell with that code: for a whole class or function a code cell under
+``%%define <module>`` that the reader changes and reruns, for a part of one (a method) a Markdown cell. A
+snippet's helper modules (``_*.py``) come as ``%%module`` cells, so the notebook runs outside the book's project
+too. Long trainings (and the models that other snippets ``REQUIRES``) are taken from the book's result cache by
+:func:`.in_jupyter.computed` and :func:`.in_jupyter.require` — computed in the kernel outside a checkout, or when
+the reader asks to retrain. The cells run with :mod:`.in_jupyter`.
 
 The notebook is written as nbformat 4.5 JSON directly (plain dicts, laid out as ``nbformat.write`` lays out a
 file), not through ``nbformat``: its cell constructors validate every cell against the JSON schema, which
@@ -96,6 +100,22 @@ def _name(sid: str, part: str) -> str:
     return sid.split("/", 1)[1] if sid.startswith(part + "/") else sid
 
 
+def _helper_imports(path: Path) -> list[str]:
+    """The helper modules (``_name.py`` beside the snippet) that the snippet's code imports, in order."""
+    import ast
+
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        found = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else [])
+        names += [n for n in found if n.startswith("_") and "." not in n and (path.parent / f"{n}.py").is_file()]
+    return list(dict.fromkeys(names))
+
+
 def _cell(cell_type: str, source: str, index: int) -> dict[str, Any]:
     """One nbformat 4.5 cell; its id (1–64 of ``[A-Za-z0-9-_]``) from its place and text."""
     digest = hashlib.sha256(f"{index}\x00{source}".encode()).hexdigest()[:16]
@@ -113,6 +133,7 @@ class _Writer:
         self.cells: list[Any] = []
         self.defined: set[str] = set()
         self.required: set[str] = set()
+        self.modules: set[str] = set()
 
     def md(self, text: str) -> None:
         text = text.strip("\n")
@@ -125,6 +146,17 @@ class _Writer:
     def key(self, sid: str) -> str:
         return json.dumps(_name(sid, self.part), ensure_ascii=False)  # a Python string literal, whatever the name holds
 
+    def helpers(self, sid: str) -> None:
+        """A ``%%module`` cell for each helper module of the snippet's folder (``_*.py``) that its code imports
+        (once per notebook): with them the notebook needs nothing of the book's project to run."""
+        view = self.snippets[sid]
+        for name in _helper_imports(view.path):
+            if name not in self.modules:
+                self.modules.add(name)
+                rel = f"snippets/{self.part}/{name}.py"
+                self.code(f"%%module {name}\n# {rel}：下面片段导入的辅助模块，原样照抄。\n"
+                          + (view.path.parent / f"{name}.py").read_text(encoding="utf-8"))
+
     def define(self, sid: str) -> None:
         """The cells that compute a snippet's results (once per notebook)."""
         if sid in self.defined:
@@ -133,24 +165,23 @@ class _Writer:
         view = self.snippets[sid]
         rel = f"snippets/{sid}.py"
         source = self.shown_source(view.path)
-        if view.seconds > LONG_SECONDS:  # read from the cache, with whatever it requires
-            self.md(f"`{rel}` 在书的构建里用了约 {view.seconds:.0f} 秒。它的代码如下；下一格不重跑它，"
-                    "直接从本书的结果缓存里取出构建时的结果（没有缓存时会在这里算一遍）。"
-                    "想自己重新算，把 `retrain=False` 改成 `retrain=True`。\n\n"
-                    f"```python\n{source}\n```")
-            self.code(f'results[{self.key(sid)}] = built(["{sid}"], retrain=False)["{sid}"]')
-            return
+        self.helpers(sid)
         need = [r for r in view.requires if r not in self.required]
         if need:
             self.required.update(need)
             seconds = sum(self.snippets[r].seconds for r in need if r in self.snippets)
             names = "、".join(f"`{r}`" for r in need)
-            self.md(f"下面的 `{rel}` 要用 {names} 训练好的模型。下一格从本书的结果缓存里取出它们"
-                    f"（本机还没有构建过本书时会先训练，书的构建里约用了 {seconds:.0f} 秒）；"
-                    "想亲手重新训练，把 `retrain=False` 改成 `retrain=True`。")
-            self.code(f"built({need!r}, retrain=False);".replace("'", '"'))
+            self.md(f"下面的 `{rel}` 要用 {names} 的结果（训练好的模型）。下一格用本 notebook 里已经算出的；"
+                    f"还没算的从本书的结果缓存里取（本机还没有构建过本书时会先训练，书的构建里约用了 {seconds:.0f} 秒）。")
+            self.code(f"require({need!r})".replace("'", '"'))
+        if view.seconds > LONG_SECONDS:  # from the cache by default: the reader decides to retrain
+            self.code(f"# {rel}：书在构建时运行的就是这段代码，它在构建里用了约 {view.seconds:.0f} 秒。\n"
+                      "# 最后一行默认从本书的结果缓存里取出构建时的结果（不在本书的项目目录里时就在这里算）；\n"
+                      "# 把 retrain=False 改成 retrain=True，就在这里重新算，用的是上面各格里的定义。\n\n"
+                      f'{source}\n\nresults[{self.key(sid)}] = computed("{sid}", compute, retrain=False)')
+            return
         self.code(f"# {rel}：书在构建时运行的就是这段代码。改一改再运行，看结果怎么变。\n\n"
-                  f"{source}\n\nresults[{self.key(sid)}] = run(compute)")
+                  f'{source}\n\nresults[{self.key(sid)}] = run(compute, "{sid}")')
 
     def show(self, sid: str, keys: list[str], fmts: dict[str, str]) -> None:
         self.define(sid)
@@ -162,10 +193,11 @@ class _Writer:
 def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict[str, SnippetView],
           shown_source: Any, excerpt: Any = None) -> dict[str, Any] | None:
     """The notebook of a page (nbformat 4.5 as a dict), or None if the page shows no results.
-    ``excerpt(ref)`` gives the Markdown of a ``{{ code … }}`` excerpt (none: such a line is left out)."""
+    ``excerpt(ref)`` gives the cell of a ``{{ code … }}`` excerpt as ``(cell type, text)`` (none: such a line is
+    left out)."""
     part = page.split("/", 1)[0]
     refs: list[pages.Ref] = []
-    excerpts: list[str] = []
+    excerpts: list[tuple[str, str]] = []
 
     def mark(ref: pages.Ref) -> str:
         if ref.kind == "code":
@@ -173,10 +205,12 @@ def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict
                 return ""
             excerpts.append(excerpt(ref))
             return f"\x03{len(excerpts) - 1}\x03"
-        if ref.kind in ("source", "claim") or ref.snippet not in snippets:
+        if ref.kind == "source" or ref.snippet not in snippets:
             return "" if ref.kind in ("source", "claim") else f"⟨{ref.snippet}:{ref.key}⟩"
         refs.append(ref)
         n = len(refs) - 1
+        if ref.kind == "claim":  # its ✓ (or ✗) comes with the numbers shown after the paragraph
+            return f"\x01{n}\x02"
         if ref.kind == "value":
             return f"{_value_text(ref, snippets.get(ref.snippet))}\x01{n}\x02"
         return f"\x00{n}\x00"
@@ -191,10 +225,11 @@ def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict
         w.md(lines[first])
         text = "\n".join(lines[first + 1:])
     w.md(f"> 这是「{title}」一页的可运行版本，由本书的构建生成：正文与网页相同；每个表、图和数字之前的代码格，"
-         f"就是书在构建时运行的片段（`snippets/{part}/…`），原样照抄。在本书的项目目录里按 README 装好环境，"
-         "打开它从上到下运行即可；改一改参数再运行，看结果怎么变。")
-    w.code("# 先运行这一格：与书的构建相同的随机种子和线程数，片段旁边的辅助模块（_*.py）也能导入。\n"
-           "from transformer_book.book.cli.in_jupyter import built, run, setup, show\n\n"
+         f"就是书在构建时运行的片段（`snippets/{part}/…`），原样照抄；正文摘出的包里的类和函数，也是可以改了再运行的代码格。"
+         "在本书的项目目录里（按 README 装好环境）打开它，训练很久的片段直接取本书的结果缓存；在别处，只要装了 "
+         "`transformer_book` 包，它也能从上到下运行，那时每个片段都在这里现算。")
+    w.code("# 先运行这一格：与书的构建相同的随机种子和线程数；%%define、%%module 两种格子也从这里开始可用。\n"
+           "from transformer_book.book.cli.in_jupyter import built, computed, require, run, setup, show\n\n"
            f'setup("{part}")\nresults = {{}}')
 
     buffer: list[str] = []
@@ -203,24 +238,28 @@ def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict
         chunk = "\n".join(buffer)
         buffer.clear()
         inline = [refs[int(n)] for n in INLINE_MARK.findall(chunk)]
-        w.md(_plain_links(INLINE_MARK.sub("", chunk)))
         by_snippet: dict[str, list[pages.Ref]] = {}
         for ref in inline:
             by_snippet.setdefault(ref.snippet, []).append(ref)
+        for sid in by_snippet:  # computed before the text that states its numbers
+            w.define(sid)
+        w.md(_plain_links(INLINE_MARK.sub("", chunk)))
         for sid, rs in by_snippet.items():
             keys = list(dict.fromkeys(r.key for r in rs))
             fmts = {r.key: r.fmt for r in rs if r.fmt is not None}
             w.show(sid, keys, fmts)
 
     for line in _blockquote(text.split("\n")):
-        if code := CODE_MARK.match(line):  # an excerpt of the package: a Markdown cell of its own
+        if code := CODE_MARK.match(line):  # an excerpt of the package: a cell of its own
             flush()
-            w.md(excerpts[int(code.group(1))])
+            kind, cell = excerpts[int(code.group(1))]
+            (w.code if kind == "code" else w.md)(cell)
             continue
         block = BLOCK_MARK.match(line)
         if block:
             flush()
             ref = refs[int(block.group(1))]
+            w.define(ref.snippet)  # its cells first, so that the caption stands right above what it names
             if ref.caption:
                 w.md(f"**{_plain_links(ref.caption)}**")
             w.show(ref.snippet, [ref.key], {})

@@ -69,6 +69,8 @@ class PageRefError(Exception):
 
 @dataclass(frozen=True)
 class Ref:
+    """One directive of a page, as parsed once (:func:`find_refs`): what it names and where it stands."""
+
     page: str  # docs-relative path of the page
     line: int  # 1-based line in the page's source file
     kind: str  # "table" | "figure" | "explorable" | "block" | "source" | "value" | "claim" | "code"
@@ -76,10 +78,19 @@ class Ref:
     key: str = ""  # (for "code": the function, class or Class.method)
     fmt: str | None = None
     caption: str | None = None
+    index: int = -1  # 0-based index of its line in the Markdown it was parsed from
+    start: int = 0  # its text is line[start:end]; a directive on a line of its own spans the whole line
+    end: int = 0
+    indent: str = ""  # a line of its own: the line's indentation, which what it renders to keeps
 
     @property
     def where(self) -> str:
         return f"{self.page}:{self.line}"
+
+    @property
+    def own_line(self) -> bool:
+        """A table, figure, explorable, block, source or code directive: a line of its own."""
+        return self.kind not in ("value", "claim")
 
 
 def resolve_id(snippet: str, page: str) -> str:
@@ -121,21 +132,35 @@ def _split_code_spans(line: str) -> list[tuple[str, bool]]:
     return parts
 
 
-def _inline_ref(m: re.Match[str], page: str, lineno: int) -> Ref:
+def _inline_ref(m: re.Match[str], page: str, lineno: int, index: int, offset: int) -> Ref:
     kind = "claim" if m["claim"] else "value"
-    return Ref(page, lineno, kind, resolve_id(m["snippet"], page), m["key"], m["fmt"] if kind == "value" else None)
+    return Ref(page, lineno, kind, resolve_id(m["snippet"], page), m["key"], m["fmt"] if kind == "value" else None,
+               index=index, start=offset + m.start(), end=offset + m.end())
 
 
 def find_refs(markdown: str, page: str, line_offset: int = 0) -> list[Ref]:
-    """All references in a page, in order. A malformed ``{{ …`` raises with page:line.
+    """All directives of a page, in order. A malformed ``{{ …`` raises with page:line.
 
-    A page's text is parsed once: the build asks for the same page's references several times (where each
-    result is shown, the claim index, the page itself), and gets the first answer again while the text is
-    the same."""
+    This is the one parser of the page syntax: rendering, the claims listing and the page notebooks all work
+    on its :class:`Ref` objects. A page's text is parsed once: the build asks for the same page's references
+    several times (where each result is shown, the claim index, the page itself), and gets the first answer
+    again while the text is the same."""
     return list(_PARSED.get((page, line_offset), markdown, lambda: _parse(markdown, page, line_offset)))
 
 
 _PARSED: Memo[tuple[Ref, ...]] = Memo("page references")  # (page, front-matter lines) → refs, by the page's text
+
+
+def _own_line(line: str, page: str, lineno: int, index: int) -> Ref | None:
+    whole = {"index": index, "start": 0, "end": len(line)}
+    if m := BLOCK_RE.match(line):
+        return Ref(page, lineno, m["kind"], resolve_id(m["snippet"], page), m["key"], None, m["caption"],
+                   indent=m["indent"], **whole)
+    if m := SOURCE_RE.match(line):
+        return Ref(page, lineno, "source", resolve_id(m["snippet"], page), indent=m["indent"], **whole)
+    if m := CODE_RE.match(line):
+        return Ref(page, lineno, "code", m["module"], m["name"], indent=m["indent"], **whole)
+    return None
 
 
 def _parse(markdown: str, page: str, line_offset: int) -> tuple[Ref, ...]:
@@ -145,29 +170,24 @@ def _parse(markdown: str, page: str, line_offset: int) -> tuple[Ref, ...]:
             continue
         lineno = i + 1 + line_offset
         where = f"{page}:{lineno}"
-        if m := BLOCK_RE.match(line):
-            refs.append(Ref(page, lineno, m["kind"], resolve_id(m["snippet"], page), m["key"], None, m["caption"]))
+        if ref := _own_line(line, page, lineno, i):
+            refs.append(ref)
             continue
-        if m := SOURCE_RE.match(line):
-            refs.append(Ref(page, lineno, "source", resolve_id(m["snippet"], page)))
-            continue
-        if m := CODE_RE.match(line):
-            refs.append(Ref(page, lineno, "code", m["module"], m["name"]))
-            continue
+        offset = 0
         for text, is_code in _split_code_spans(line):
-            if is_code:
-                continue
-            matched = 0
-            for m in INLINE_RE.finditer(text):
-                matched += 1
-                refs.append(_inline_ref(m, page, lineno))
-            if len(OPENER_RE.findall(text)) > matched:
-                raise PageRefError(
-                    where,
-                    "malformed reference: expected {{ snippet:key }}, {{ snippet:key | fmt }} or "
-                    '{{ claim snippet:key }} inline, or {{ table|figure|block snippet:key "caption" }} / '
-                    "{{ source snippet }} / {{ code module:name }} on a line of its own",
-                )
+            if not is_code:
+                matched = 0
+                for m in INLINE_RE.finditer(text):
+                    matched += 1
+                    refs.append(_inline_ref(m, page, lineno, i, offset))
+                if len(OPENER_RE.findall(text)) > matched:
+                    raise PageRefError(
+                        where,
+                        "malformed reference: expected {{ snippet:key }}, {{ snippet:key | fmt }} or "
+                        '{{ claim snippet:key }} inline, or {{ table|figure|block snippet:key "caption" }} / '
+                        "{{ source snippet }} / {{ code module:name }} on a line of its own",
+                    )
+            offset += len(text)
     return tuple(refs)
 
 
@@ -175,39 +195,16 @@ Renderer = Callable[[Ref], str]
 
 
 def render(markdown: str, page: str, line_offset: int, render_ref: Renderer) -> str:
-    """Replace every reference by what ``render_ref`` returns (block output is indented like the line)."""
+    """Replace every directive by what ``render_ref`` returns for it (a line of its own keeps its indentation
+    on every line of its output). The directives are :func:`find_refs`'s: the page is not parsed again."""
     lines = markdown.split("\n")
-    for i, line, in_code in _prose_lines(markdown):
-        if in_code:
-            continue
-        lineno = i + 1 + line_offset
-        m = BLOCK_RE.match(line)
-        if m:
-            ref = Ref(page, lineno, m["kind"], resolve_id(m["snippet"], page), m["key"], None, m["caption"])
-        elif m := SOURCE_RE.match(line):
-            ref = Ref(page, lineno, "source", resolve_id(m["snippet"], page))
-        elif m := CODE_RE.match(line):
-            ref = Ref(page, lineno, "code", m["module"], m["name"])
-        else:
-            ref = None
-        if ref is not None:
-            indent = m["indent"]
-            block = render_ref(ref)
-            lines[i] = "\n".join((indent + b) if b else b for b in block.split("\n"))
-            continue
-        if not OPENER_RE.search(line):
-            continue
-        out = []
-        for text, is_code in _split_code_spans(line):
-            if is_code:
-                out.append(text)
-                continue
-
-            def _inline(mm: re.Match[str]) -> str:
-                return render_ref(_inline_ref(mm, page, lineno))
-
-            out.append(INLINE_RE.sub(_inline, text))
-        lines[i] = "".join(out)
+    refs = find_refs(markdown, page, line_offset)
+    outs = [render_ref(ref) for ref in refs]  # in page order: a renderer may number or collect what it sees
+    for ref, out in reversed(list(zip(refs, outs))):  # right to left within a line: earlier spans keep their columns
+        if ref.own_line:
+            out = "\n".join((ref.indent + b) if b else b for b in out.split("\n"))
+        line = lines[ref.index]
+        lines[ref.index] = line[:ref.start] + out + line[ref.end:]
     return "\n".join(lines)
 
 

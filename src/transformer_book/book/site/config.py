@@ -30,6 +30,8 @@ from typing import Any, Mapping
 from mkdocs.config import base
 from mkdocs.config import config_options as c
 
+from transformer_book.book.environment import HEAVY_MODULES
+from transformer_book.book.execution import pool
 from transformer_book.book.session import BookSession
 from transformer_book.book.state import Options
 from transformer_book.book.storage.store import cache_location
@@ -61,10 +63,11 @@ class BookConfig(base.Config):
     mathjax = c.Type(bool, default=True)
     # A Chinese font (OTF/TTF) cut to the characters the site uses and shipped as WOFF2; "" = none.
     webfont = c.Type((str, bool), default="")  # a path relative to mkdocs.yml; false or "" = none
-    # Modules the worker forkserver imports up front (besides torch, numpy, matplotlib). The default is what
-    # a training snippet imports anyway: the first optimiser step pulls in torch._dynamo (~1 s per process
-    # otherwise). A module that is not installed is skipped.
-    preload = c.ListOfItems(c.Type(str), default=["torch.optim", "torch._dynamo"])
+    # Modules the worker forkserver imports up front (besides numpy and matplotlib). The default is torch and
+    # what a training snippet imports anyway: the first optimiser step pulls in torch._dynamo (~1 s per process
+    # otherwise). A book whose snippets never use torch sets [] (every build starts ~2 s sooner: the test
+    # suite's small books). A module that is not installed is skipped.
+    preload = c.ListOfItems(c.Type(str), default=list(HEAVY_MODULES))
     watch = c.ListOfItems(c.Type(str), default=["src", "snippets", "data"])
     pdf = c.Type(bool, default=False)  # the print edition (never under serve)
     # The package whose functions and classes pages show with {{ code module:name }} (rendering/code_excerpt.py)
@@ -114,5 +117,6 @@ def open_session(cfg: BookConfig, project_root: Path, docs_dir: Path,
     """The one way a session is opened on a project — by the plugin (:mod:`.plugin`) and by the command line
     (:mod:`..cli.project`), from the same settings: the snippets folder, the cache (``BOOK_CACHE_DIR``), the report
     folder, and the build options with their environment overrides (``BOOK_EXECUTOR``, ``BOOK_WORKERS`` …)."""
+    pool.configure(cfg.preload)  # before the first snippet process: what its forkserver imports
     return BookSession(project_root, project_root / cfg.snippets_dir, cache_dir(cfg, project_root, environ),
                        project_root / cfg.report_dir, docs_dir, options=options(cfg, environ))

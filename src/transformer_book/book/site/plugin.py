@@ -27,6 +27,7 @@ from transformer_book.book.site import page_script
 from transformer_book.book.site.site_font import SiteFont, font_file
 from transformer_book.book.rendering import claim_index, code_excerpt, origin, page_notebook, pages
 from transformer_book.book.execution import pool
+from transformer_book.book.types import ExecutorUnavailable
 from transformer_book.book.checking import records
 from transformer_book.book.artifacts import decode
 from transformer_book.book.site.background import BackgroundBuild
@@ -86,7 +87,6 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.project_root = Path(config.config_file_path).resolve().parent
         cfg = self.config
         self.options = book_config.options(cfg)
-        pool.configure(cfg.preload)
         if self.session is not None and self.session.project_root != self.project_root:
             # MkDocs keeps an instance of a plugin that defines on_startup for the whole process (serve keeps
             # it across rebuilds); another project loaded in the same process must not inherit this one's state.
@@ -214,7 +214,10 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
                          "background build fills them in")
                 self.background.ensure_running()
         else:
-            state = self.session.build(self.options)
+            try:
+                state = self.session.build(self.options)
+            except ExecutorUnavailable as exc:  # the message, not a traceback
+                raise PluginError(str(exc)) from None
         self.state = state
         self.timing_rows = self.session.write_timing(state)
 
@@ -334,7 +337,7 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         if self.state is not None and self.options.execute and page_path.endswith(".md"):
             nb = page_notebook.build(page_path, page.title or page_path, markdown, offset, self._views(),
                                      lambda path: shown_source(path.read_text(encoding="utf-8")),
-                                     excerpt=self.excerpts.notebook_markdown)
+                                     excerpt=self.excerpts.notebook_cell)
             if nb is not None:
                 self.notebooks[page_path] = nb
         return out + self._inline_sources([sid for sid in inline if sid not in shown])
