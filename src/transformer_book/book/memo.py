@@ -23,13 +23,17 @@ memo                                   key                                 versi
 ``session.BookSession`` (verdicts)     snippet                             (entry key, record file version)
 ``site.plugin`` (notebook views)       "views"                             the build's number
 ``checking.records`` (records read)    record file                         the file's version
+``rendering.code_excerpt`` (sources)   package file                        the file's version
 =====================================  ==================================  ===================================
 
 (The pages, the claims page and the scheduler read records through ``checking.records``, whose memo is the
-only one each record goes through.) Two kinds of remembered value deliberately have no version:
+only one each record goes through.) Three kinds of remembered value deliberately have no version:
 
 - facts of the running interpreter that cannot change while it runs (library versions, the CPU, in
   :mod:`.environment`): ``functools.lru_cache`` computes each once per process;
+- typeset formulas (:class:`.site.mathjax.Store`): the key is a hash of everything the answer is made from
+  (the formula, the display mode, MathJax's version and settings), so an answer can never go stale; the store
+  is a folder shared between builds, read through a dict of what this build already read;
 - what a snippet process ran (:data:`.execution.worker._EXECUTED`): each file's digest as it was when the
   process first read it. That is a record, not a memo — a file saved while the snippet runs must keep the digest
   of what ran, so that the next build sees the change and runs the snippet again.

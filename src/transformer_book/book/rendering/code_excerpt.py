@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from transformer_book.book.memo import Memo, file_version
 from transformer_book.book.rendering import pages
 
 HEADING_RE = re.compile(r"^(?P<level>#{1,6})\s+(?P<text>.+?)\s*(?:\{[^}]*\})?\s*#*\s*$")
@@ -91,7 +92,7 @@ class Excerpts:
         self.package_dir = package_dir
         self.package = package_dir.name
         self.docs_dir = docs_dir
-        self._parsed: dict[Path, tuple[tuple[int, int], str, ast.Module]] = {}
+        self._parsed: Memo[tuple[str, ast.Module]] = Memo("package sources")  # file → (text, tree), by its version
         self._page_count: dict[str, int] = {}  # (page, identifier) occurrences while a page renders
         self._current_page = ""
         self.shown_signatures: dict[str, Any] = {}  # page -> what it showed in the last build (serve --dirty)
@@ -120,18 +121,14 @@ class Excerpts:
         return path.relative_to(self.root).as_posix() if path.is_relative_to(self.root) else path.as_posix()
 
     def _tree(self, path: Path) -> tuple[str, ast.Module]:
-        st = path.stat()
-        stamp = (st.st_mtime_ns, st.st_size)
-        cached = self._parsed.get(path)
-        if cached is None or cached[0] != stamp:
+        def parse() -> tuple[str, ast.Module]:
             text = path.read_text(encoding="utf-8")
             try:
-                tree = ast.parse(text, filename=str(path))
-            except SyntaxError as exc:
+                return text, ast.parse(text, filename=str(path))
+            except SyntaxError as exc:  # not remembered: the next question parses again
                 raise ExcerptError(f"{self._rel(path)}:{exc.lineno}: cannot be parsed: {exc.msg}") from None
-            cached = (stamp, text, tree)
-            self._parsed[path] = cached
-        return cached[1], cached[2]
+
+        return self._parsed.get(path, file_version(path), parse)
 
     def find(self, module: str, qualname: str) -> Excerpt:
         """The excerpt of ``module:qualname``; raises :class:`ExcerptError` naming what is missing."""
