@@ -16,7 +16,7 @@
 验证损失的差别只来自模型本身。数据是五言唐诗（:mod:`transformer_book.chapter20.poems`）；训练好以后，
 每个模型各写一批诗（:func:`train_seeds`），量一量它们像不像五言诗。
 
-形状记号：B 批量大小，T 序列长度（上下文窗口），d 模型宽度（代码里的 ``d_model``），h 头数，
+形状记号：B 批量大小，T 序列长度（不超过上下文窗口 T_max），d 模型宽度（代码里的 ``d_model``），h 头数，
 d_h 每头宽度 = d / h，V 词表大小。
 """
 
@@ -124,7 +124,7 @@ class BigramLM(nn.Module):
     """第一步：二元模型。只看当前这一个字：查出它的向量，归一化，再投影成词表上的 logits。"""
 
     def __init__(self, vocab_size, d_model, context, n_heads=1, dropout=0.0):
-        # 五个模型的构造参数都一样：context（窗口 T）第三步才用上，n_heads 第四步才用上
+        # 五个模型的构造参数都一样：context（上下文窗口 T_max）第三步才用上，n_heads 第四步才用上
         super().__init__()
         self.tok_emb = nn.Embedding(vocab_size, d_model)  # 每个字一个 d 维向量
         self.drop = nn.Dropout(dropout)  # 训练时随机丢掉一部分分量，防止死记训练文本
@@ -151,7 +151,7 @@ class OneHeadLM(BigramLM):
 
     def __init__(self, vocab_size, d_model, context, n_heads=1, dropout=0.0):
         super().__init__(vocab_size, d_model, context, n_heads, dropout)
-        self.pos_emb = nn.Embedding(context, d_model)  # 新增：位置 0 … T−1 各一个向量
+        self.pos_emb = nn.Embedding(context, d_model)  # 新增：位置 0 … T_max−1 各一个向量
         self.attn = Head(d_model, d_model)  # 新增：一个宽度为 d 的头
 
     def forward(self, idx):
@@ -202,7 +202,7 @@ class ScratchConfig:
     d_model, n_heads : int
         模型宽度 d 与头数 h（第四、五步；第三步总是一个头）。
     context : int
-        上下文窗口 T。
+        上下文窗口 T_max。
     dropout : float
         dropout 概率。默认 0：八百步读过的字还不到训练文本的一遍，模型来不及背下它；语料小、训练长时才需要它。
     batch_size, steps : int
