@@ -112,14 +112,12 @@ def define(module_name: str, source: str, namespace: dict[str, Any] | None = Non
     exec(compile(source, f"<{module_name}>", "exec", flags=flags, dont_inherit=True), vars(target))  # noqa: S102
     changed = [n for n, v in vars(target).items() if not n.startswith("__") and before.get(n) is not v]
     package = module_name.split(".", 1)[0] + "."
-    for name in changed:
-        old, new = before.get(name), vars(target)[name]
-        if old is None:
-            continue
-        for m in [m for k, m in list(sys.modules.items()) if k.startswith(package) and m is not target and m is not None]:
-            if vars(m).get(name) is old:
+    holders = [m for k, m in list(sys.modules.items()) if k.startswith(package) and m is not None]
+    for name in [n for n in changed if before.get(n) is not None]:
+        old, new = before[name], vars(target)[name]
+        for m in holders:
+            if m is not target and vars(m).get(name) is old:
                 setattr(m, name, new)
-        for m in [m for k, m in list(sys.modules.items()) if k.startswith(package) and m is not None]:
             for table in [v for v in vars(m).values() if type(v) is dict]:
                 for key in [k for k, v in table.items() if v is old]:
                     table[key] = new

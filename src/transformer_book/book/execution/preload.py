@@ -2,9 +2,9 @@
 
 Thread counts are fixed here, before torch starts its thread pools (the variables torch reads when it starts
 them): a snippet's numbers must not depend on how many cores the machine has or how many snippets run side by
-side. numpy and matplotlib are imported here; the modules named by the plugin's ``preload`` option (by default
-:data:`..environment.HEAVY_MODULES`, torch and what a first optimiser step imports) after this one (:func:`.pool.configure`) — a book
-whose snippets never touch torch sets ``preload: []`` and every build starts about 2 s sooner.
+side. numpy and matplotlib are imported here; the modules named by the plugin's ``preload`` option after this
+one (:func:`.pool.configure`; by default :data:`..environment.HEAVY_MODULES`, torch and what a first optimiser
+step imports). A book whose snippets never touch torch sets ``preload: []``: every build starts about 2 s sooner.
 """
 
 import os

@@ -22,6 +22,7 @@ that two builds of one page write the same bytes (``nbformat`` draws random ids)
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -102,8 +103,6 @@ def _name(sid: str, part: str) -> str:
 
 def _helper_imports(path: Path) -> list[str]:
     """The helper modules (``_name.py`` beside the snippet) that the snippet's code imports, in order."""
-    import ast
-
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError):
