@@ -280,6 +280,16 @@ def _descendants(root: int, procs: dict[int, tuple[int, str]]) -> set[int]:
     return out
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process, from /proc (0 if it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().decode(errors="replace").rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+
+
 class Load:
     """Keeps ``want`` runnable processes beside a build (default ``cores - 1``: the build has one core to itself).
 
@@ -300,6 +310,7 @@ class Load:
         self.running = 0
         self._started = time.perf_counter()
         self.shared = 0.0  # seconds the build ran beside the rest of the suite (until release)
+        self.spun = 0.0  # CPU seconds the spinners used (where the rest of the suite waited instead of computing)
         self.samples: list[float] = []  # runnable beside the build, spinners included, one per period
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._keep, name="load", daemon=True)
@@ -339,6 +350,7 @@ class Load:
         self._thread.join()
         self._run(0)
         self.shared = time.perf_counter() - self._started
+        self.spun = sum(_cpu_seconds(p.pid) for p in self.spinners)
 
     def loaded(self) -> float:
         return sum(self.samples) / len(self.samples) if self.samples else float(self.running)
@@ -392,6 +404,7 @@ class WholeBook:
     seconds: float = 0.0
     loaded: float = 0.0  # mean runnable processes beside the build (see Load) while the rest of the suite ran
     shared: float = 0.0  # seconds of the build that ran beside the rest of the suite
+    spun: float = 0.0  # CPU seconds spent by Load's spinners
     _proc: subprocess.Popen | None = None
     _load: Load | None = None
     _started: float = 0.0
@@ -427,6 +440,7 @@ class WholeBook:
         self.seconds = time.perf_counter() - self._started
         self.loaded = self._load.loaded()
         self.shared = self._load.shared
+        self.spun = self._load.spun
         self._load.stop()
         self.stdout = (self.folder / "stdout.txt").read_text(encoding="utf-8", errors="replace")
         self.stderr = (self.folder / "stderr.txt").read_text(encoding="utf-8", errors="replace")
@@ -450,6 +464,8 @@ def _needs_the_book(item: pytest.Item) -> bool:
 # Work on the built site that a test module reads later (the page notebooks: minutes of kernels). It starts in one
 # background thread as soon as the site exists, so it runs on one core while the browser tests use the other,
 # instead of after them. Registered by the module at import; started only if one of its tests was selected.
+# (Visiting every page in a second browser in the background as well was tried: the site tests then keep both
+# cores busy from start to end, and took 207 s instead of 167 s.)
 _SITE_JOBS: dict[str, Callable[["WholeBook"], Any]] = {}
 _SITE_FUTURES: dict[str, Future] = {}
 _SELECTED: set[str] = set()
@@ -508,9 +524,20 @@ def whole_book() -> WholeBook:
         book.start()
         _WHOLE_BOOK.append(book)
     book = _WHOLE_BOOK[0].finish()
-    sys.stderr.write(f"\nthe whole book: {book.seconds:.0f} s, the first {book.shared:.0f} s beside the rest of the suite "
-                     f"with {book.loaded:.2f} runnable processes beside it on average\n" + book.stderr[-3000:])  # the timing table, for the CI log
+    _SUMMARY.append(f"the whole book: {book.seconds:.0f} s, the first {book.shared:.0f} s beside the rest of the suite "
+                    f"with {book.loaded:.2f} runnable processes beside it on average ({book.spun:.0f} CPU s of them "
+                    f"spinners)")
+    sys.stderr.write(f"\n{_SUMMARY[-1]}\n" + book.stderr[-3000:])  # the timing table, for the CI log
     return book
+
+
+_SUMMARY: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Where the suite's time went, at the end of every run that built the whole book (the CI log shows it)."""
+    for line in _SUMMARY:
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -526,6 +553,36 @@ def built_site(whole_book: WholeBook) -> Path:
                     f"{whole_book.stdout[-4000:]}\n{whole_book.stderr[-8000:]}", pytrace=False)
     _start_site_jobs(whole_book)
     return whole_book.site
+
+
+class InFlight:
+    """The requests a browser context has started and not yet finished (its pages' and its workers').
+
+    ``settle(page)`` returns once none has been in flight for ``quiet`` seconds: what a page fetches after "load"
+    (fonts, figures, an explorable's states) has arrived. Playwright's ``networkidle`` waits for 500 ms without a
+    request on every page; this waits only as long as the requests do (the site is on 127.0.0.1), which took
+    about 50 s off the visits to every page at two sizes."""
+
+    def __init__(self, context: Any) -> None:
+        self.open: set[Any] = set()
+        context.on("request", lambda r: self.open.add(r))  # playwright takes functions, not built-in methods
+        context.on("requestfinished", lambda r: self.open.discard(r))
+        context.on("requestfailed", lambda r: self.open.discard(r))
+
+    def settle(self, page: Any, timeout: float = 15.0, quiet: float = 0.06) -> None:
+        deadline = time.monotonic() + timeout
+        calm_since = None
+        while True:
+            now = time.monotonic()
+            if self.open:
+                calm_since = None
+            elif calm_since is None:
+                calm_since = now
+            elif now - calm_since >= quiet:
+                return
+            if now > deadline:
+                raise TimeoutError(f"requests still in flight after {timeout:g} s: {[r.url for r in self.open][:5]}")
+            page.wait_for_timeout(20)  # lets playwright deliver the events meanwhile
 
 
 @pytest.fixture(scope="session")

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, InFlight
 
 pytestmark = pytest.mark.browser
 
@@ -90,12 +90,13 @@ def contexts(chromium):
 
     def get(size: str, scheme: str):
         if (size, scheme) not in made:
-            made[size, scheme] = chromium.new_context(viewport=SIZES[size], device_scale_factor=1, locale="zh-CN",
-                                                      color_scheme=scheme)
+            context = chromium.new_context(viewport=SIZES[size], device_scale_factor=1, locale="zh-CN",
+                                           color_scheme=scheme)
+            made[size, scheme] = (context, InFlight(context))
         return made[size, scheme]
 
     yield get
-    for context in made.values():
+    for context, _ in made.values():
         context.close()
 
 
@@ -129,10 +130,11 @@ async (exclude) => {
 @pytest.mark.parametrize("label", list(PAGES))
 def test_no_serious_or_critical_accessibility_violation(axe_source: str, site: str, contexts, label: str,
                                                          size: str, scheme: str) -> None:
-    page = contexts(size, scheme).new_page()
+    context, requests = contexts(size, scheme)
+    page = context.new_page()
     try:
         page.goto(site + PAGES[label], wait_until="load")
-        page.wait_for_load_state("networkidle")
+        requests.settle(page)
         applied = page.evaluate(SETTLE)
         assert applied == SCHEMES[scheme], f"asked for the {scheme} scheme, Material shows {applied!r}"
         page.add_script_tag(content=axe_source)

@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from conftest import MKDOCS_YML, ROOT
+from conftest import MKDOCS_YML, ROOT, InFlight
 
 pytestmark = pytest.mark.browser
 
@@ -250,6 +250,7 @@ def visits(chromium, site_url: str, built_site: Path) -> dict[str, Visit]:
     for size, key in ((DESKTOP, "info"), (PHONE, "phone")):
         context = chromium.new_context(viewport=size, device_scale_factor=1, locale="zh-CN")
         record(context)
+        requests = InFlight(context)
         page = context.new_page()
         page.set_default_timeout(30_000)
         watch(page)
@@ -264,7 +265,7 @@ def visits(chromium, site_url: str, built_site: Path) -> dict[str, Visit]:
                     visit.phone = page.evaluate(PHONE_LAYOUT)
                 # Let what the page fetches after "load" arrive before the next page load would abort it.
                 page.wait_for_function(SETTLED, timeout=15_000)
-                page.wait_for_load_state("networkidle", timeout=15_000)
+                requests.settle(page)
                 if p in SCREENSHOT_PAGES:
                     name = SCREENSHOT_PAGES[p]
                     page.screenshot(path=str(SCREENSHOTS / f"{name}-{'desktop' if key == 'info' else 'phone'}.png"))

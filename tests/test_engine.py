@@ -15,8 +15,8 @@ import pytest
 from transformer_book.book.rendering import pages
 from transformer_book.book.state import Options
 
-from conftest import (CONSUMER, MKDOCS_YML, PAGE, PRODUCER, SNIPPET_A, SNIPPET_B, mkdocs_build, session, statuses,
-                      unwrap_origins, write)
+from conftest import (CONSUMER, MKDOCS_YML, PAGE, PRODUCER, SNIPPET_A, SNIPPET_B, mkdocs_build, output, session,
+                      statuses, unwrap_origins, write)
 
 # -- cache --------------------------------------------------------------------------------------------
 
@@ -878,3 +878,36 @@ def test_snippet_processes_never_oversubscribe_the_cores(monkeypatch: pytest.Mon
     assert default_workers() == 2
     monkeypatch.setenv("BOOK_THREADS", "8")
     assert default_workers() == 1
+
+
+PRELOAD_PROBE = '''
+import sys
+
+LOADED = "torch" in sys.modules  # before this snippet imports anything: what its forkserver had imported
+
+from transformer_book.book import Value
+
+
+def compute():
+    return {"loaded": Value("已预先导入" if LOADED else "未预先导入")}
+'''
+
+
+def test_a_book_that_does_not_say_preloads_torch_only_if_a_snippet_reaches_it(tmp_path: Path) -> None:
+    """The ``preload`` option left out: torch is imported by the forkserver only when some snippet reaches it
+    (itself, inside ``compute()``, or through a module of the project it imports) — read from the sources."""
+    write(tmp_path / "mkdocs.yml", MKDOCS_YML.replace("      preload: []\n", ""))
+    write(tmp_path / "docs" / "index.md", "# 首页\n\n探针：{{ part/probe:loaded }}。\n")
+    write(tmp_path / "snippets" / "part" / "probe.py", PRELOAD_PROBE)
+
+    def shown() -> str:
+        done = mkdocs_build(tmp_path, BOOK_FRESH="1")
+        assert done.returncode == 0, output(done)
+        return unwrap_origins((tmp_path / "site" / "index.html").read_text(encoding="utf-8"))
+
+    assert "未预先导入" in shown()
+    write(tmp_path / "lib" / "models.py", "import torch\n")  # a project module that imports torch …
+    write(tmp_path / "snippets" / "part" / "train.py", "from transformer_book.book import Value\n\n\ndef compute():\n"
+                                                        "    from lib import models\n    return {'n': Value(1)}\n")
+    (tmp_path / "snippets" / "part" / "probe.record.json").unlink()  # the probe's answer is meant to change
+    assert "已预先导入" in shown()  # … imported inside compute() by another snippet: the book reaches torch

@@ -31,6 +31,7 @@ from mkdocs.config import base
 from mkdocs.config import config_options as c
 
 from transformer_book.book.environment import HEAVY_MODULES
+from transformer_book.book import static_imports
 from transformer_book.book.execution import pool
 from transformer_book.book.session import BookSession
 from transformer_book.book.state import Options
@@ -63,11 +64,12 @@ class BookConfig(base.Config):
     mathjax = c.Type(bool, default=True)
     # A Chinese font (OTF/TTF) cut to the characters the site uses and shipped as WOFF2; "" = none.
     webfont = c.Type((str, bool), default="")  # a path relative to mkdocs.yml; false or "" = none
-    # Modules the worker forkserver imports up front (besides numpy and matplotlib). The default is torch and
-    # what a training snippet imports anyway: the first optimiser step pulls in torch._dynamo (~1 s per process
-    # otherwise). A book whose snippets never use torch sets [] (every build starts ~2 s sooner: the test
-    # suite's small books). A module that is not installed is skipped.
-    preload = c.ListOfItems(c.Type(str), default=list(HEAVY_MODULES))
+    # Modules the worker forkserver imports up front (besides numpy and matplotlib). Left out, it is torch and
+    # what a training snippet imports anyway (the first optimiser step pulls in torch._dynamo, ~1 s per process
+    # otherwise) if any snippet of the book reaches torch, and nothing if none does (a forkserver then starts
+    # ~3 s sooner: every build, every calibration run): see :func:`default_preload`. A module that is not
+    # installed is skipped.
+    preload = c.Optional(c.ListOfItems(c.Type(str)))
     watch = c.ListOfItems(c.Type(str), default=["src", "snippets", "data"])
     pdf = c.Type(bool, default=False)  # the print edition (never under serve)
     # The package whose functions and classes pages show with {{ code module:name }} (rendering/code_excerpt.py)
@@ -112,11 +114,20 @@ def missing_extensions(mkdocs_config: Any) -> list[str]:
     return [f"{name} ({why})" for name, why in REQUIRED_EXTENSIONS.items() if name not in names]
 
 
+def default_preload(snippets_dir: Path, docs_dir: Path) -> list[str]:
+    """What the forkserver imports when the book does not say: :data:`HEAVY_MODULES` if any snippet, helper or
+    notebook page reaches torch (read statically, :mod:`..static_imports`), else nothing."""
+    files = [*sorted(snippets_dir.rglob("*.py")), *sorted(docs_dir.rglob("*.ipynb"))]
+    return list(HEAVY_MODULES) if static_imports.reaches(files, "torch") else []
+
+
 def open_session(cfg: BookConfig, project_root: Path, docs_dir: Path,
                  environ: Mapping[str, str] = os.environ) -> BookSession:
     """The one way a session is opened on a project — by the plugin (:mod:`.plugin`) and by the command line
     (:mod:`..cli.project`), from the same settings: the snippets folder, the cache (``BOOK_CACHE_DIR``), the report
     folder, and the build options with their environment overrides (``BOOK_EXECUTOR``, ``BOOK_WORKERS`` …)."""
-    pool.configure(cfg.preload)  # before the first snippet process: what its forkserver imports
-    return BookSession(project_root, project_root / cfg.snippets_dir, cache_dir(cfg, project_root, environ),
+    snippets_dir = project_root / cfg.snippets_dir
+    preload = cfg.preload if cfg.preload is not None else default_preload(snippets_dir, docs_dir)
+    pool.configure(preload)  # before the first snippet process: what its forkserver imports
+    return BookSession(project_root, snippets_dir, cache_dir(cfg, project_root, environ),
                        project_root / cfg.report_dir, docs_dir, options=options(cfg, environ))
