@@ -148,13 +148,69 @@ def _flatten(prefix: str, obj: Any) -> Iterator[tuple[str, Any]]:
         yield prefix, obj
 
 
+def _width(s: str) -> int:
+    """Columns a string takes in a terminal (a CJK character takes two)."""
+    return sum(2 if ord(ch) > 0x2E80 else 1 for ch in s)
+
+
 class Result:
-    """What every result can do: list its numbers, and turn into data (cache) or a record (committed)."""
+    """What every result can do: list its numbers, and turn into data (cache) or a record (committed).
+
+    A *result kind* is one subclass, registered (:func:`register`) under its ``type_name``: it owns its data
+    round-trip (``to_data``, ``to_record``, ``from_data``), the numbers the drift check compares (``numbers``),
+    what the snippet may put in it (``validate``), where and how a page shows it (``placement``, ``render``)
+    and how a terminal prints it (``terminal``). The engine asks the kind; it does not test for classes. A kind
+    from outside the engine is a subclass registered by a module the book names in its ``result_kinds``
+    option, or by an installed package's entry point in the group :data:`ENTRY_POINTS`.
+    """
 
     type_name = ""
+    recorded = True  # kept in cache entries and records as data (an Artifact is a blob: False)
+    placement = "block"  # "block": a directive on a line of its own; "inline": in a sentence; "": never shown
+    word = ""  # what a reader calls it, in the drift report ("表", "图" …); the type_name if empty
+    banded = True  # calibration measures a band for its trained numbers (a block's hash has none to measure)
 
     def numbers(self, key: str) -> Iterator[Number]:
         return iter(())
+
+    @classmethod
+    def numbers_of_record(cls, key: str, rec: dict[str, Any]) -> dict[str, Number]:
+        """The numbers of a recorded result (or a cache entry's data), by path, as the drift check compares them
+        with :meth:`numbers` of a fresh one (the tolerances are the fresh result's: the snippet owns them)."""
+        return {n.path: n for n in cls.from_data({**rec, "tolerance": None}).numbers(key)}
+
+    @classmethod
+    def without_measured(cls, rec: dict[str, Any]) -> None:
+        """Blank, in the record ``rec``, what a run measured (times, speed-ups): what is left two fresh runs
+        on one machine must agree on. Only kinds that can hold measured numbers need to."""
+
+    def validate(self, snippet: str, key: str) -> None:
+        """Raise ``TypeError`` naming ``snippet`` and ``key`` if what the snippet put in the result cannot be
+        recorded or shown (called in the snippet's process, before the result leaves it)."""
+
+    def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
+        """The Markdown that places the result on a page at ``ref`` (a :class:`~.rendering.pages.Ref`), with
+        its ``caption`` and origin ``badge``; ``renderer`` (:class:`~.rendering.render.Renderer`) has the
+        book's ways to draw tables, figures and the rest. Inline kinds get ``caption`` and ``badge`` empty."""
+        raise NotImplementedError(f"the result kind {self.type_name!r} cannot be shown on a page")
+
+    def terminal(self, key: str) -> str:
+        """What ``python -m transformer_book run`` prints for the result."""
+        return f"{key}: {self.type_name}"
+
+    def summary(self) -> str:
+        """One line on what the result holds, for the popover that says where a shown result comes from."""
+        return f"{self.word or self.type_name}：每个数都在完整记录里"
+
+    def notebook(self, key: str, fmt: str | None, draw: Any) -> dict[str, Any]:
+        """The MIME bundle a page's notebook shows for the result (``text/plain`` and the richest of
+        ``text/markdown``, ``text/html``, ``image/svg+xml``); ``fmt`` is the page's format for an inline value,
+        ``draw`` the module with the page's drawings (:mod:`~.rendering.interactive`)."""
+        return {"text/plain": self.terminal(key).strip()}
+
+    def notebook_record(self) -> dict[str, Any]:
+        """What a notebook's output carries to be compared with the record (the record's own form)."""
+        return self.to_record()
 
     def to_data(self) -> dict[str, Any]:
         """Everything needed to render the result again (cache entries; JSON)."""
@@ -188,6 +244,8 @@ class Value(Result):
     tolerance: Tolerance = field(default_factory=Tolerance)
     kind: str = EXACT
     type_name = "value"
+    word = "数值"
+    placement = "inline"
 
     def __post_init__(self) -> None:
         self.value = plain(self.value)
@@ -203,6 +261,31 @@ class Value(Result):
     @classmethod
     def from_data(cls, d: dict[str, Any]) -> "Value":
         return cls(d["value"], d.get("fmt", ""), Tolerance.from_record(d.get("tolerance")), d.get("kind", EXACT))
+
+    def validate(self, snippet: str, key: str) -> None:
+        if not isinstance(self.value, (bool, int, float, str)):
+            raise TypeError(f"{snippet}: Value {key!r} holds a {type(self.value).__name__} ({self.value!r:.60}); "
+                            "a Value is one number, string or boolean in a sentence — use a Table for several")
+
+    def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
+        return renderer.value(ref, self)
+
+    def terminal(self, key: str) -> str:
+        mark = f"  （{self.kind}）" if self.kind != "exact" else ""
+        return f"{key} = {format_number(self.value, self.fmt)}{mark}"
+
+    def summary(self) -> str:
+        return repr(self.value)
+
+    @classmethod
+    def without_measured(cls, rec: dict[str, Any]) -> None:
+        if rec.get("kind") == MEASURED:
+            rec.pop("value", None)
+
+    def notebook(self, key: str, fmt: str | None, draw: Any) -> dict[str, Any]:
+        text = format_number(self.value, fmt if fmt is not None else self.fmt)
+        mark = "（实测，随机器而变）" if self.kind == MEASURED else ""
+        return {"text/plain": f"{key} = {text}{mark}", "text/markdown": f"`{key}` = **{text}**{mark}"}
 
 
 @dataclass
@@ -235,6 +318,7 @@ class Table(Result):
     kind: str = EXACT
     kinds: dict[str, str] | None = None
     type_name = "table"
+    word = "表"
 
     def __post_init__(self) -> None:
         self.columns = [str(c) for c in self.columns]
@@ -288,6 +372,31 @@ class Table(Result):
     def from_data(cls, d: dict[str, Any]) -> "Table":
         return cls(d["columns"], d["rows"], d.get("formats"), d.get("caption", ""),
                    Tolerance.from_record(d.get("tolerance")), d.get("kind", EXACT), d.get("kinds"))
+
+    def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
+        return renderer.table(self, caption, badge, renderer.measured_on(ref.snippet))
+
+    def terminal(self, key: str) -> str:
+        cells = [list(self.columns)] + [[format_number(v, f) for v, f in zip(row, self.formats)] for row in self.rows]
+        widths = [max(_width(row[j]) for row in cells) for j in range(len(self.columns))]
+        lines = [f"\n{key}:" + (f" {self.caption}" if self.caption else "")]
+        for i, row in enumerate(cells):
+            lines.append("  " + "  ".join(v + " " * (w - _width(v)) for v, w in zip(row, widths)))
+            if i == 0:
+                lines.append("  " + "  ".join("-" * w for w in widths))
+        return "\n".join(lines)
+
+    def notebook(self, key: str, fmt: str | None, draw: Any) -> dict[str, Any]:
+        md = self.to_markdown()
+        return {"text/plain": md, "text/markdown": (f"**{self.caption}**\n\n" if self.caption else "") + md}
+
+    def summary(self) -> str:
+        return f"{len(self.rows)} 行 × {len(self.columns)} 列；每个数的全部位数见完整记录"
+
+    @classmethod
+    def without_measured(cls, rec: dict[str, Any]) -> None:
+        cols = [i for i, c in enumerate(rec["columns"]) if (rec.get("kinds") or {}).get(c, rec["kind"]) == MEASURED]
+        rec["rows"] = [[None if i in cols else v for i, v in enumerate(row)] for row in rec["rows"]]
 
     def measured_columns(self) -> list[str]:
         return [c for c in self.columns if self.column_kind(c) == MEASURED]
@@ -348,6 +457,7 @@ class Figure(Result):
     plotted: dict[str, Any] = field(default_factory=dict)
     grids: list[dict[str, Any]] = field(default_factory=list)  # one per imshow image: labels and colour scale
     type_name = "figure"
+    word = "图"
 
     def __post_init__(self) -> None:
         _check_kind(self.kind, self.tolerance, "Figure")
@@ -401,6 +511,25 @@ class Figure(Result):
                    cell_format=d.get("cell_format", ".2f"), heatmaps=bool(d.get("grids")), svg=d.get("svg", ""),
                    plotted=d.get("plotted", {}), grids=d.get("grids", []), alt=d.get("alt", ""))
 
+    def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
+        return renderer.figure(ref, caption, badge, self)
+
+    def terminal(self, key: str) -> str:
+        n = sum(1 for _ in self.numbers(key))
+        where = " (SVG rendered)" if self.svg else ""
+        return f"\n{key}: figure{where}, {n} plotted numbers" + (f" — {self.caption}" if self.caption else "")
+
+    def notebook(self, key: str, fmt: str | None, draw: Any) -> dict[str, Any]:
+        return {"text/plain": key, "image/svg+xml": self.svg}
+
+    def summary(self) -> str:
+        return "图中画出的数据见完整记录"
+
+    @classmethod
+    def without_measured(cls, rec: dict[str, Any]) -> None:
+        if rec.get("kind") == MEASURED:
+            rec.pop("plotted", None), rec.pop("data", None)
+
 
 class Claim(Result):
     """A statement the prose makes about results, decided by a comparison and recorded with its margin.
@@ -418,6 +547,8 @@ class Claim(Result):
     """
 
     type_name = "claim"
+    word = "说法"
+    placement = "inline"
 
     def __init__(self, statement: str, check: Any, uncertain: str = "") -> None:
 
@@ -449,6 +580,10 @@ class Claim(Result):
     def describe_inputs(self) -> str:
         return self.check.describe()
 
+    @classmethod
+    def numbers_of_record(cls, key: str, rec: dict[str, Any]) -> dict[str, Number]:
+        return {}  # a claim is checked by its verdict and margin (drift.compare), not as numbers
+
     def to_data(self) -> dict[str, Any]:
         out = {"type": "claim", "statement": self.statement, "holds": self.holds, "check": self.check.to_data()}
         if self.uncertain:
@@ -462,6 +597,20 @@ class Claim(Result):
             raise ValueError("a claim recorded without its comparison (an older record: accept it again)")
         return cls(d["statement"], Comparison.from_data(d["check"]), d.get("uncertain", ""))
 
+    def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
+        return renderer.claim(ref, self)
+
+    def terminal(self, key: str) -> str:
+        inputs = self.describe_inputs()
+        return f"{key}: {'成立' if self.holds else '不成立！'} — {self.statement}" + (f"（{inputs}）" if inputs else "")
+
+    def notebook(self, key: str, fmt: str | None, draw: Any) -> dict[str, Any]:
+        text = ("✓ " if self.holds else "✗ 不成立：") + self.statement
+        return {"text/plain": text, "text/markdown": text}
+
+    def summary(self) -> str:
+        return ("成立" if self.holds else "不成立") + f"：{self.describe_inputs()}"
+
 
 @dataclass
 class Block(Result):
@@ -473,6 +622,8 @@ class Block(Result):
     kind: str = EXACT
     caption: str = ""
     type_name = "block"
+    word = "文本块"
+    banded = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.text, str):
@@ -493,8 +644,29 @@ class Block(Result):
         return {"type": "block", "kind": self.kind, "sha256": self.sha256, "chars": len(self.text)}
 
     @classmethod
+    def numbers_of_record(cls, key: str, rec: dict[str, Any]) -> dict[str, Number]:
+        path = f"{key}.sha256"
+        digest = rec["sha256"] if "sha256" in rec else cls.from_data(rec).sha256  # a record, or a cache entry
+        return {path: Number(path, digest, rec.get("kind", EXACT), path)}
+
+    @classmethod
     def from_data(cls, d: dict[str, Any]) -> "Block":
         return cls(d["text"], d.get("markdown", False), d.get("kind", EXACT), d.get("caption", ""))
+
+    def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
+        return renderer.block(self, caption, badge)
+
+    def terminal(self, key: str) -> str:
+        return f"\n{key}: block of {len(self.text)} characters (sha256 {self.sha256[:12]}…)"
+
+    def notebook(self, key: str, fmt: str | None, draw: Any) -> dict[str, Any]:
+        return {"text/plain": self.text, "text/markdown" if self.markdown else "text/html": self.text}
+
+    def notebook_record(self) -> dict[str, Any]:
+        return self.to_data()  # the text itself: its record is only a hash
+
+    def summary(self) -> str:
+        return f"{len(self.text)} 个字符，记录的是它的 sha256"
 
 
 @dataclass(frozen=True)
@@ -574,6 +746,7 @@ class Explorable(Result):
     """
 
     type_name = "explorable"
+    word = "可操作的图"
 
     def __init__(self, controls: Sequence[Control], states: Any, show: Sequence[Bars | Text], *, caption: str = "",
                  kind: str = EXACT, kinds: dict[str, str] | None = None,
@@ -663,6 +836,25 @@ class Explorable(Result):
         return cls(controls, table, show, caption=d.get("caption", ""), kind=d.get("kind", EXACT),
                    kinds=d.get("kinds"), tolerance=Tolerance.from_record(d.get("tolerance")))
 
+    def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
+        return renderer.explorable(ref, self, caption, badge)
+
+    def terminal(self, key: str) -> str:
+        sizes = " × ".join(f"{c.name}（{len(c.values)} 个取值）" for c in self.controls)
+        return f"\n{key}: explorable, {len(self.states)} states ({sizes})" + (f" — {self.caption}" if self.caption else "")
+
+    def notebook(self, key: str, fmt: str | None, draw: Any) -> dict[str, Any]:
+        """Every state as a list (what the page's controls switch between), and the page's drawing of the
+        default state."""
+        lines = [f"{self.state_name(c)}：" + "；".join(f"{k} = {v}" for k, v in s.items())
+                 for c, s in zip(self.combos(), self.states)]
+        return {"text/plain": "\n".join(lines), "text/markdown": "\n".join(f"- {line}" for line in lines),
+                "text/html": (f"<p>{self.state_name(self.combos()[self.default_state])}</p>"
+                              + draw.state_html(self, self.default_state))}
+
+    def summary(self) -> str:
+        return f"{len(self.states)} 个状态，每个状态的每个数都在完整记录里"
+
 
 def _product(controls: Sequence[Control]) -> list[tuple[Any, ...]]:
     import itertools
@@ -682,19 +874,71 @@ class Artifact(Result):
 
     value: Any = None
     type_name = "artifact"
+    word = "交给其他片段的对象"
+    recorded = False
+    placement = ""
 
     def to_data(self) -> dict[str, Any]:
         raise TypeError("artifacts are stored by the cache as blobs, not as data")
 
 
-RESULT_TYPES = (Value, Table, Figure, Claim, Block, Explorable, Artifact)
-_FROM_DATA = {"value": Value, "table": Table, "figure": Figure, "claim": Claim, "block": Block,
-              "explorable": Explorable}
+# -- the registry of result kinds --------------------------------------------------------------------------------
+
+ENTRY_POINTS = "transformer_book.result_kinds"  # an installed package's kinds: each entry point names a class
+_KINDS: dict[str, type[Result]] = {}
+_ENTRY_POINTS_LOADED: list[bool] = []
+
+
+def register(cls: type[Result]) -> type[Result]:
+    """Make ``cls`` a result kind under its ``type_name`` (usable as a class decorator). Registering the same
+    class again does nothing; another class under a name already taken is refused, naming both."""
+    if not (isinstance(cls, type) and issubclass(cls, Result)) or not cls.type_name:
+        raise TypeError(f"a result kind is a subclass of Result with a type_name, not {cls!r}")
+    if cls.placement not in ("block", "inline", ""):
+        raise ValueError(f"{cls.__qualname__}.placement must be 'block', 'inline' or '', not {cls.placement!r}")
+    have = _KINDS.get(cls.type_name)
+    if have is not None and (have.__module__, have.__qualname__) != (cls.__module__, cls.__qualname__):
+        raise ValueError(f"the result kind {cls.type_name!r} is {have.__module__}.{have.__qualname__} already; "
+                         f"{cls.__module__}.{cls.__qualname__} needs another type_name")
+    _KINDS[cls.type_name] = cls
+    return cls
+
+
+def _load_entry_points() -> None:
+    if _ENTRY_POINTS_LOADED:
+        return
+    _ENTRY_POINTS_LOADED.append(True)
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINTS):
+        register(ep.load())
+
+
+def result_kinds() -> dict[str, type[Result]]:
+    """Every registered kind, by ``type_name``: the engine's and those registered from outside it."""
+    _load_entry_points()
+    return dict(_KINDS)
+
+
+def result_kind(name: str) -> type[Result] | None:
+    return result_kinds().get(name)
 
 
 def from_data(d: dict[str, Any]) -> Result:
     """Rebuild a result from :meth:`Result.to_data` (a cache entry) or, where it can, a record."""
-    cls = _FROM_DATA.get(d.get("type", ""))
-    if cls is None:
+    cls = result_kind(d.get("type", ""))
+    if cls is None or not cls.recorded:
         raise ValueError(f"unknown result type {d.get('type')!r}")
     return cls.from_data(d)
+
+
+def recorded_numbers(key: str, rec: dict[str, Any]) -> dict[str, Number]:
+    """The numbers of the recorded result ``rec`` (its kind's :meth:`Result.numbers_of_record`)."""
+    cls = result_kind(rec.get("type", ""))
+    if cls is None or not cls.recorded:
+        raise ValueError(f"unknown result type {rec.get('type')!r}")
+    return cls.numbers_of_record(key, rec)
+
+
+for _cls in (Value, Table, Figure, Claim, Block, Explorable, Artifact):
+    register(_cls)

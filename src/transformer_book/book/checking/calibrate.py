@@ -49,7 +49,7 @@ from typing import Any
 
 from transformer_book.book.checking import records
 from transformer_book.book.environment import default_workers, machine
-from transformer_book.book.results import DEFAULT_ABS, DEFAULT_TOLERANCE, EXACT, NOT_COMPARED, TRAINED, Claim, Number, Tolerance, from_data
+from transformer_book.book.results import DEFAULT_ABS, DEFAULT_TOLERANCE, EXACT, NOT_COMPARED, TRAINED, Claim, Number, Tolerance, recorded_numbers, result_kind
 from transformer_book.book.discover import Snippet
 from transformer_book.book.graph import closure
 
@@ -282,7 +282,10 @@ def run_perturbed(root: Path, snippets: list[str], perturbation: Perturbation, w
 
 
 def _numbers(key: str, data: dict[str, Any]) -> dict[str, Number]:
-    return {n.path: n for n in from_data({**data, "tolerance": None}).numbers(key)} if data.get("type") not in ("claim", "block") else {}
+    """The numbers calibration bands: those of every kind that has bands (a claim has none; its margin is
+    measured instead)."""
+    cls = result_kind(data.get("type", ""))
+    return recorded_numbers(key, data) if cls is not None and cls.banded else {}
 
 
 def _is_number(v: Any) -> bool:
@@ -301,7 +304,7 @@ def measure(record: dict[str, Any], runs: dict[str, dict[str, Any]], sid: str) -
                 cal.errors.append(f"{key}: {exc}")
                 continue
             cal.claims[key] = ClaimSpread(claim, {p: AtomSpread(a.margin) for p, a in claim.check.atoms()})
-        elif rec.get("type") != "block":
+        else:
             for n in _numbers(key, rec).values():
                 if n.kind == TRAINED:
                     s = cal.series.setdefault(n.series, SeriesSpread(name=n.series))

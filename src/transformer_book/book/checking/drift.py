@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from transformer_book.book.checking import records
-from transformer_book.book.results import DEFAULT_TOLERANCE, EXACT, NOT_COMPARED, TRAINED, Artifact, Claim, Number, Result, Tolerance, from_data
+from transformer_book.book.results import DEFAULT_TOLERANCE, EXACT, NOT_COMPARED, TRAINED, Claim, Result, Tolerance, recorded_numbers
 
 
 @dataclass
@@ -92,21 +92,13 @@ def _noise(record: dict[str, Any] | None, key: str, claim: Claim) -> str:
             f"{worst.get('worst')!r}, held in {worst.get('held')} runs")
 
 
-def _recorded_numbers(key: str, rec: dict[str, Any]) -> dict[str, Number]:
-    if rec.get("type") == "claim":
-        return {}
-    if rec.get("type") == "block":
-        return {f"{key}.sha256": Number(f"{key}.sha256", rec.get("sha256"), rec.get("kind", EXACT), f"{key}.sha256")}
-    return {n.path: n for n in from_data({**rec, "tolerance": None}).numbers(key)}  # the snippet owns tolerances
-
-
 def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Result]) -> list[Change]:
     """Every difference between a record and fresh results (empty list: no drift)."""
     changes: list[Change] = []
     recorded = (record or {}).get("results", {})
     here = records.same_arithmetic(record)
     for key, result in results.items():
-        if isinstance(result, Artifact):
+        if not result.recorded:
             continue
         rec = recorded.get(key)
         if isinstance(result, Claim):
@@ -119,7 +111,7 @@ def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Resu
             elif rec.get("type") != "claim" or rec.get("statement") != result.statement:
                 changes.append(Change(snippet, key, key, rec.get("statement", rec.get("type")), result.statement))
             continue
-        old_numbers = _recorded_numbers(key, rec) if rec is not None else {}
+        old_numbers = recorded_numbers(key, rec) if rec is not None else {}
         tolerance = getattr(result, "tolerance", DEFAULT_TOLERANCE)
         new_numbers = {n.path: n for n in result.numbers(key)}
         for path, new in new_numbers.items():

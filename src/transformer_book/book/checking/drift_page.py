@@ -29,7 +29,7 @@ from transformer_book.book.files import atomic_write_text
 from transformer_book.book.html_pages import markup
 from transformer_book.book.html_pages import render as render_page
 from transformer_book.book.memo import Memo, file_version
-from transformer_book.book.results import TRAINED, Claim, Figure, Result, Table, Value, format_number, series_of
+from transformer_book.book.results import TRAINED, Claim, Figure, Result, Table, format_number, result_kind, series_of
 
 FILE_NAME = "drift.html"
 _PAGE_LINES: Memo[list[str]] = Memo("page lines")  # a page's lines, by the file's version
@@ -202,7 +202,8 @@ class _Page:
 
 def _kind_word(result: Result | None, old: dict[str, Any] | None) -> str:
     kind = result.type_name if result is not None else (old or {}).get("type", "")
-    return {"figure": "图", "table": "表", "value": "数值", "claim": "说法", "block": "文本块"}.get(kind, kind)
+    cls = result_kind(kind)
+    return (cls.word if cls is not None else "") or kind
 
 
 def render(drift: list[Change], snippets: dict[str, Any], usage: dict[tuple[str, str], list[str]],
@@ -233,8 +234,8 @@ def render(drift: list[Change], snippets: dict[str, Any], usage: dict[tuple[str,
                 item["table"] = page.table(key, old, result if isinstance(result, Table) else None, changes)
             else:
                 item["numbers"] = page.values(changes, record)
-            if not isinstance(result, (Value, Table, Figure, Claim)) and result is not None:
-                item["other"] = changes[0].describe()
+            if kind not in ("value", "table", "figure", "claim") and result is not None:
+                item["other"] = changes[0].describe()  # a kind the report has no drawing for: its first change
             results.append(item)
         shown.append({"id": sid, "anchor": "s-" + sid.replace("/", "-"), "results": results,
                       "count": sum(len(v) for v in by_key.values()),

@@ -29,7 +29,7 @@ from transformer_book.book.checking import record_schema
 from transformer_book.book.environment import SEED, arithmetic, machine, numerical_settings, threads, versions
 from transformer_book.book.files import atomic_write_text
 from transformer_book.book.memo import Memo, file_version
-from transformer_book.book.results import DEFAULT_ABS, DEFAULT_REL, TRAINED, Artifact, Result, Tolerance
+from transformer_book.book.results import DEFAULT_ABS, DEFAULT_REL, TRAINED, Result, Tolerance
 
 FORMAT = 2
 CALIBRATION_FACTOR = 3.0  # a calibrated tolerance is this many times the observed spread
@@ -92,7 +92,7 @@ def build_record(snippet: str, results: dict[str, Result], seconds: float | None
         "format": FORMAT,
         "snippet": snippet,
         "provenance": provenance(seconds),
-        "results": {key: r.to_record() for key, r in results.items() if not isinstance(r, Artifact)},
+        "results": {key: r.to_record() for key, r in results.items() if r.recorded},
     }
     cal = (previous or {}).get("calibration")
     if cal:
@@ -189,21 +189,18 @@ def problems(path: Path, record: dict[str, Any]) -> list[str]:
 def deterministic_part(record: dict[str, Any]) -> dict[str, Any]:
     """What two fresh runs on one machine must agree on: the record without what is measured (the run's
     duration in the provenance, and the numbers of measured results)."""
-    from transformer_book.book.results import MEASURED, from_data
+    from transformer_book.book.results import MEASURED, result_kind
 
     out = json.loads(json.dumps(record))
     out.get("provenance", {}).pop("seconds", None)
     for key, rec in out.get("results", {}).items():
-        result = from_data({**rec, "tolerance": None}) if rec.get("type") in ("value", "table", "figure") else None
-        if result is not None and MEASURED in result.kinds:
-            rec["measured"] = sorted(n.path for n in result.numbers(key) if n.kind == MEASURED)
-            if rec["type"] == "value":
-                rec.pop("value")
-            elif rec["type"] == "table":
-                cols = [i for i, c in enumerate(rec["columns"]) if (rec.get("kinds") or {}).get(c, rec["kind"]) == MEASURED]
-                rec["rows"] = [[None if i in cols else v for i, v in enumerate(row)] for row in rec["rows"]]
-            else:
-                rec.pop("plotted"), rec.pop("data")
+        kind = result_kind(rec.get("type", ""))
+        if kind is None:
+            continue  # a kind this process has not loaded: compared as recorded
+        measured = sorted(n.path for n in kind.numbers_of_record(key, rec).values() if n.kind == MEASURED)
+        if measured:
+            rec["measured"] = measured
+            kind.without_measured(rec)
     return out
 
 

@@ -42,8 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from transformer_book.book import artifacts
-from transformer_book.book.results import (MEASURED, Artifact, Block, Claim, Explorable, Figure, Result, Table, Value,
-                                          format_number)
+from transformer_book.book.results import Artifact, Figure, Result
 
 RESULT_MIME = "application/vnd.transformer-book.result+json"
 
@@ -212,46 +211,13 @@ class Shown:
     def __init__(self, snippet: str, key: str, result: Result, fmt: str | None = None) -> None:
         self.snippet, self.key, self.result, self.fmt = snippet, key, result, fmt
 
-    def _text(self) -> tuple[str, str]:
-        r = self.result
-        if isinstance(r, Value):
-            text = format_number(r.value, self.fmt if self.fmt is not None else r.fmt)
-            mark = "（实测，随机器而变）" if r.kind == MEASURED else ""
-            return f"{self.key} = {text}{mark}", f"`{self.key}` = **{text}**{mark}"
-        if isinstance(r, Table):
-            md = r.to_markdown()
-            return md, (f"**{r.caption}**\n\n" if r.caption else "") + md
-        if isinstance(r, Claim):
-            text = ("✓ " if r.holds else "✗ 不成立：") + r.statement
-            return text, text
-        if isinstance(r, Block):
-            return r.text, r.text
-        if isinstance(r, Explorable):  # every state, as the page's controls would show them
-            lines = [f"{r.state_name(c)}：" + "；".join(f"{k} = {v}" for k, v in s.items())
-                     for c, s in zip(r.combos(), r.states)]
-            return "\n".join(lines), "\n".join(f"- {line}" for line in lines)
-        return self.key, self.key
-
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        plain, markdown = self._text()
-        bundle: dict[str, Any] = {"text/plain": plain}
-        if isinstance(self.result, Figure):
-            bundle["image/svg+xml"] = self.result.svg
-        elif isinstance(self.result, Explorable):  # the page's drawing of the default state, and the list
-            from transformer_book.book.rendering.interactive import state_html
+        from transformer_book.book.rendering import interactive
 
-            r = self.result
-            bundle["text/html"] = (f"<p>{r.state_name(r.combos()[r.default_state])}</p>"
-                                   + state_html(r, r.default_state))
-            bundle["text/markdown"] = markdown
-        elif isinstance(self.result, Block) and not self.result.markdown:
-            bundle["text/html"] = self.result.text
-        else:
-            bundle["text/markdown"] = markdown
+        bundle = dict(self.result.notebook(self.key, self.fmt, interactive))  # as the result's kind shows it
         # The record as JSON text: Jupyter's own JSON would turn NaN (a legitimate result) into "nan".
         bundle[RESULT_MIME] = {"snippet": self.snippet, "key": self.key,
-                               "result": json.dumps(self.result.to_data() if isinstance(self.result, Block)
-                                                    else self.result.to_record(), ensure_ascii=False)}
+                               "result": json.dumps(self.result.notebook_record(), ensure_ascii=False)}
         return bundle
 
 

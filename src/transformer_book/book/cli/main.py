@@ -129,14 +129,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def cmd_results(args: argparse.Namespace) -> int:
-    from transformer_book.book.results import Artifact
-
     session = open_session()
     only = _normalise(args.snippets) or None
     state = session.build(session.command_options(fresh=args.fresh, workers=args.workers), only)
     payload = {
         "results": {
-            sid: {k: r.to_data() for k, r in st.results.items() if not isinstance(r, Artifact)}
+            sid: {k: r.to_data() for k, r in st.results.items() if r.recorded}
             for sid, st in state.snippets.items() if st.status in ("ran", "cached")
         },
         "errors": {sid: f"{st.error.location()}: {st.error.message}" for sid, st in state.snippets.items() if st.error},

@@ -35,7 +35,7 @@ from transformer_book.book.storage.cache import write_blob
 from transformer_book.book.environment import SEED, jitter_seed, measured_here, numerical_settings, threads
 from transformer_book.book.execution.lifetime import end_with
 from transformer_book.book.files import ENGINE_DIR, atomic_write_bytes, code_digest, dependency_digest
-from transformer_book.book.results import RESULT_TYPES, Artifact, Figure, Value
+from transformer_book.book.results import Artifact, Figure, Result, result_kinds
 from transformer_book.book.types import NOTEBOOK_OUTPUT, Outcome, SnippetError, Task
 
 
@@ -557,12 +557,16 @@ def check_results(snippet: str, results: Any) -> None:
     for key, value in results.items():
         if not isinstance(key, str) or not key.isidentifier():
             raise ResultError(f"{snippet}: result names must be identifiers, got {key!r}", str(key))
-        if not isinstance(value, RESULT_TYPES):
-            names = ", ".join(t.__name__ for t in RESULT_TYPES)
-            raise ResultError(f"{snippet}: result {key!r} is a {type(value).__name__}, not one of {names}", key)
-        if isinstance(value, Value) and not isinstance(value.value, (bool, int, float, str)):
-            raise ResultError(f"{snippet}: Value {key!r} holds a {type(value.value).__name__} ({value.value!r:.60}); "
-                              "a Value is one number, string or boolean in a sentence — use a Table for several", key)
+        kinds = result_kinds()
+        if not isinstance(value, Result) or kinds.get(value.type_name) is not type(value):
+            names = ", ".join(t.__name__ for t in kinds.values())
+            raise ResultError(f"{snippet}: result {key!r} is a {type(value).__name__}, not one of {names}"
+                              + (" (a Result subclass that nobody registered: results.register)"
+                                 if isinstance(value, Result) else ""), key)
+        try:
+            value.validate(snippet, key)
+        except TypeError as exc:
+            raise ResultError(str(exc), key) from None
 
 
 def snapshot_engine() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from transformer_book.book.checking import records
-from transformer_book.book.results import EXACT, MEASURED, ROUNDING, TRAINED, Claim, Explorable, Figure, Result, Table, Value
+from transformer_book.book.results import EXACT, MEASURED, ROUNDING, TRAINED, Claim, Result
 
 MEASURED_NOTE = "在构建本书的机器上测得"
 RECORDS = "assets/records"  # the site folder the records are copied to (one JSON file per snippet)
@@ -114,17 +114,8 @@ def describe(snippet: str, key: str, result: Result, record: dict[str, Any] | No
 
     ``page_url`` is where the page is served (``lecture07/s02-self-attention/``): links in raw HTML are not
     rewritten by MkDocs, so the record's link is made relative to it here."""
-    out = {"snippet": snippet, "key": key}
-    if isinstance(result, Value):
-        out["value"] = repr(result.value)
-    elif isinstance(result, Table):
-        out["value"] = f"{len(result.rows)} 行 × {len(result.columns)} 列；每个数的全部位数见完整记录"
-    elif isinstance(result, Figure):
-        out["value"] = "图中画出的数据见完整记录"
-    elif isinstance(result, Explorable):
-        out["value"] = f"{len(result.states)} 个状态，每个状态的每个数都在完整记录里"
-    elif isinstance(result, Claim):
-        out["value"] = ("成立" if result.holds else "不成立") + f"：{result.describe_inputs()}"
+    out = {"snippet": snippet, "key": key, "value": result.summary()}
+    if isinstance(result, Claim):
         out["statement"] = result.statement
         out["margin"] = _claim_margin(key, result, record)
     if not isinstance(result, Claim):

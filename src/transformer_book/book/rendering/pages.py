@@ -42,10 +42,11 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from transformer_book.book.memo import Memo
+from transformer_book.book.results import result_kinds
 
 _ID = r"[\w][\w./-]*"
 BLOCK_RE = re.compile(
-    rf'^(?P<indent>[ \t]*)\{{\{{\s+(?P<kind>table|figure|block|explorable)\s+(?P<snippet>{_ID}):(?P<key>\w+)'
+    rf'^(?P<indent>[ \t]*)\{{\{{\s+(?P<kind>[a-z][a-z_]*)\s+(?P<snippet>{_ID}):(?P<key>\w+)'
     rf'(?:\s+"(?P<caption>[^"]*)")?\s*\}}\}}\s*$'
 )
 SOURCE_RE = re.compile(rf"^(?P<indent>[ \t]*)\{{\{{\s+source\s+(?P<snippet>{_ID})\s*\}}\}}\s*$")
@@ -151,15 +152,23 @@ def find_refs(markdown: str, page: str, line_offset: int = 0) -> list[Ref]:
 _PARSED: Memo[tuple[Ref, ...]] = Memo("page references")  # (page, front-matter lines) → refs, by the page's text
 
 
+def block_kinds() -> list[str]:
+    """The result kinds a directive on a line of its own can place (every registered kind placed as a block)."""
+    return sorted(name for name, cls in result_kinds().items() if cls.placement == "block")
+
+
 def _own_line(line: str, page: str, lineno: int, index: int) -> Ref | None:
     whole = {"index": index, "start": 0, "end": len(line)}
-    if m := BLOCK_RE.match(line):
-        return Ref(page, lineno, m["kind"], resolve_id(m["snippet"], page), m["key"], None, m["caption"],
-                   indent=m["indent"], **whole)
     if m := SOURCE_RE.match(line):
         return Ref(page, lineno, "source", resolve_id(m["snippet"], page), indent=m["indent"], **whole)
     if m := CODE_RE.match(line):
         return Ref(page, lineno, "code", m["module"], m["name"], indent=m["indent"], **whole)
+    if m := BLOCK_RE.match(line):
+        if m["kind"] not in block_kinds():
+            raise PageRefError(f"{page}:{lineno}", f"unknown directive {m['kind']!r}: a line of its own places one of "
+                                                   f"{', '.join(block_kinds())}, or is a source or code directive")
+        return Ref(page, lineno, m["kind"], resolve_id(m["snippet"], page), m["key"], None, m["caption"],
+                   indent=m["indent"], **whole)
     return None
 
 

@@ -49,24 +49,16 @@ class Renderer:
     # -- results ---------------------------------------------------------------------------------------
 
     def result(self, ref: Ref, result: Result) -> str:
-        expected = {"table": Table, "figure": Figure, "value": Value, "claim": Claim, "block": Block,
-                    "explorable": Explorable}[ref.kind]
-        if not isinstance(result, expected):
-            raise PageRefError(ref.where, f"{ref.snippet}:{ref.key} is a {type(result).__name__}, not a {expected.__name__}")
-        if isinstance(result, Value):
-            return self.value(ref, result)
-        if isinstance(result, Claim):
-            return self.claim(ref, result)
+        """The result at ``ref``, placed by its kind (:meth:`.results.Result.render`); the directive names the
+        kind it expects (``value`` for a bare inline reference)."""
+        if result.type_name != ref.kind:
+            raise PageRefError(ref.where, f"{ref.snippet}:{ref.key} is a {result.type_name}, not a {ref.kind}")
+        if result.placement == "inline":
+            return result.render(self, ref, "", "")
         caption = ref.caption if ref.caption is not None else getattr(result, "caption", "")
         if not isinstance(result, Block) and origin.varies(result, ref.key, self.record_of(ref.snippet)):
             caption = (caption + " " if caption else "") + f'<span class="book-varies">（{origin.VARIES_NOTE}。）</span>'
-        if isinstance(result, Table):
-            return self.table(result, caption, origin.badge(self.origin(ref, result)), self.measured_on(ref.snippet))
-        if isinstance(result, Block):
-            return self.block(result, caption, origin.badge(self.origin(ref, result)))
-        if isinstance(result, Explorable):
-            return self.explorable(ref, result, caption, origin.badge(self.origin(ref, result)))
-        return self.figure(ref, caption, origin.badge(self.origin(ref, result)), result)
+        return result.render(self, ref, caption, origin.badge(self.origin(ref, result)))
 
     def value(self, ref: Ref, result: Value) -> str:
         try:
@@ -135,7 +127,7 @@ class Renderer:
 
     def error(self, ref: Ref, err: SnippetError) -> str:
         text = html.escape(f"{err.location()}: {err.message}", quote=False)
-        if ref.kind in ("value", "claim"):
+        if not ref.own_line:
             return f'<span class="book-error">⚠ {text}</span>'
         tb = "\n".join("        " + line for line in err.traceback.rstrip().splitlines())
         return f'!!! failure "片段 {ref.snippet} 运行出错"\n\n    {text}\n\n    ```text\n{tb}\n    ```\n'
@@ -158,14 +150,14 @@ class Renderer:
             caption = ref.caption or ""
             return (f'!!! info "{note}"\n\n    这张表来自上一次的记录；`{ref.snippet}` 正在重新计算，算完后页面会自动刷新。\n\n'
                     + self.table(from_data({**rec, "tolerance": None}), caption))
-        if ref.kind in ("value", "claim"):
+        if not ref.own_line:
             return f'<span class="book-pending" title="正在计算">⟨{ref.snippet}:{ref.key} 正在计算…⟩</span>'
         return (f'!!! info "正在计算"\n\n    `{ref.snippet}:{ref.key}` 还没有算完（构建在后台运行它），'
                 "算完后这一页会自动刷新。\n")
 
     @staticmethod
     def placeholder(ref: Ref, why: str = "本次构建关闭了代码执行") -> str:
-        if ref.kind in ("value", "claim"):
+        if not ref.own_line:
             return f"⟨{ref.snippet}:{ref.key}⟩"
         return f'!!! note "未执行"\n\n    这里是 `{ref.snippet}:{ref.key}`（{why}）。\n'
 

@@ -71,6 +71,10 @@ class BookConfig(base.Config):
     # installed is skipped.
     preload = c.Optional(c.ListOfItems(c.Type(str)))
     watch = c.ListOfItems(c.Type(str), default=["src", "snippets", "data"])
+    # Modules that register result kinds of the book's own (results.register), imported before the first page
+    # is read: a module of the project (beside mkdocs.yml) or an installed one. Installed packages can also
+    # register theirs through the entry-point group results.ENTRY_POINTS without being named here.
+    result_kinds = c.ListOfItems(c.Type(str), default=[])
     pdf = c.Type(bool, default=False)  # the print edition (never under serve)
     # The package whose functions and classes pages show with {{ code module:name }} (rendering/code_excerpt.py)
     code_package = c.Type(str, default="src/transformer_book")
@@ -121,11 +125,26 @@ def default_preload(snippets_dir: Path, docs_dir: Path) -> list[str]:
     return list(HEAVY_MODULES) if static_imports.reaches(files, "torch") else []
 
 
+def load_result_kinds(modules: list[str], project_root: Path) -> None:
+    """Import the modules of the ``result_kinds`` option (they register their kinds as they are imported)."""
+    import importlib
+    import sys
+
+    if modules and str(project_root) not in sys.path:
+        sys.path.insert(0, str(project_root))  # a module beside mkdocs.yml, as the snippet processes see it
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - any failure is the option's error
+            raise ValueError(f"result_kinds: cannot import {name!r}: {type(exc).__name__}: {exc}") from None
+
+
 def open_session(cfg: BookConfig, project_root: Path, docs_dir: Path,
                  environ: Mapping[str, str] = os.environ) -> BookSession:
     """The one way a session is opened on a project — by the plugin (:mod:`.plugin`) and by the command line
     (:mod:`..cli.project`), from the same settings: the snippets folder, the cache (``BOOK_CACHE_DIR``), the report
     folder, and the build options with their environment overrides (``BOOK_EXECUTOR``, ``BOOK_WORKERS`` …)."""
+    load_result_kinds(cfg.result_kinds, project_root)
     snippets_dir = project_root / cfg.snippets_dir
     preload = cfg.preload if cfg.preload is not None else default_preload(snippets_dir, docs_dir)
     pool.configure(preload)  # before the first snippet process: what its forkserver imports

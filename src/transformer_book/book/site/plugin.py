@@ -92,7 +92,10 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
             # it across rebuilds); another project loaded in the same process must not inherit this one's state.
             self.session, self.state, self.background, self.shown = None, None, None, ShownResults()
         if self.session is None:
-            self.session = book_config.open_session(cfg, self.project_root, Path(config.docs_dir))
+            try:
+                self.session = book_config.open_session(cfg, self.project_root, Path(config.docs_dir))
+            except ValueError as exc:  # an option the session cannot use (result_kinds naming a broken module)
+                raise PluginError(str(exc)) from None
         self.renderer = Renderer(self.project_root, self._measured_on, self._record_of)
         if self.excerpts is None or self.excerpts.root != self.project_root:
             self.excerpts = code_excerpt.Excerpts(self.project_root, self.project_root / cfg.code_package,
@@ -324,14 +327,14 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
         self.excerpts.begin_page(page_path)
 
         def render_ref(ref: pages.Ref) -> str:
-            if ref.kind in ("value", "claim"):
+            if not ref.own_line:
                 inline.setdefault(ref.snippet)
             try:
                 if ref.kind == "code":
                     return self.excerpts.render(ref)
                 return self._render(ref, explicit, shown)
             except pages.PageRefError as exc:
-                return self._fail(exc.where, exc.message, inline=ref.kind in ("value", "claim"))
+                return self._fail(exc.where, exc.message, inline=not ref.own_line)
 
         out = pages.render(markdown, page_path, offset, render_ref)
         if self.state is not None and self.options.execute and page_path.endswith(".md"):

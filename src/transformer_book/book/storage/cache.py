@@ -90,7 +90,7 @@ class Entry:
         body = {
             "format": FORMAT, "key": self.key, "snippet": self.snippet, "deps": self.deps, "seconds": self.seconds,
             "budget": self.budget, "artifacts": self.artifacts, "measured_on": self.measured_on,
-            "results": {k: r.to_data() for k, r in self.results.items() if not isinstance(r, Artifact)},
+            "results": {k: r.to_data() for k, r in self.results.items() if r.recorded},
         }
         text = json.dumps(body, ensure_ascii=False, sort_keys=True)
         return json.dumps({"checksum": sha256_bytes(text.encode("utf-8")), "body": text}, ensure_ascii=False).encode("utf-8")

@@ -1,0 +1,126 @@
+"""A result kind added from outside the engine (issue 41): one class, registered by a module the book names.
+
+The small book below defines a kind of its own — a gauge, one number in [0, 1] drawn as a ``<meter>`` — in a
+module beside its mkdocs.yml, names that module in the plugin's ``result_kinds`` option, and places the result
+with a directive of the kind's name. Nothing in the engine knows the kind: the build records it, shows it,
+prints it in a terminal, reports its drift (the command line and the HTML report), and refuses a directive
+of a kind nobody registered, naming page:line and the kinds it knows.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import MKDOCS_YML, book_env, mkdocs_build, output, write
+
+GAUGES = '''
+"""这本小书自己的结果类型：一个 0~1 之间的数，画成一根进度条。"""
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from transformer_book.book.results import EXACT, Number, Result, format_number, register
+
+
+@register
+@dataclass
+class Gauge(Result):
+    value: float
+    kind: str = EXACT
+    type_name = "gauge"
+    word = "进度条"
+
+    def numbers(self, key: str) -> Iterator[Number]:
+        yield Number(key, self.value, self.kind, key)
+
+    def validate(self, snippet: str, key: str) -> None:
+        if not 0.0 <= self.value <= 1.0:
+            raise TypeError(f"{snippet}: Gauge {key!r} is {self.value}, not in [0, 1]")
+
+    def to_data(self) -> dict[str, Any]:
+        return {"type": "gauge", "kind": self.kind, "value": self.value}
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> "Gauge":
+        return cls(d["value"], d.get("kind", EXACT))
+
+    def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
+        shown = format_number(self.value, ".0%")
+        return f'<p class="gauge"><meter min="0" max="1" value="{self.value}">{shown}</meter> {caption} {badge}</p>\\n'
+
+    def terminal(self, key: str) -> str:
+        return f"{key}: 进度 {format_number(self.value, '.0%')}"
+'''
+
+SNIPPET = '''
+from gauges import Gauge
+
+
+def compute():
+    return {"done": Gauge(LEVEL)}
+'''
+
+
+@pytest.fixture
+def book(tmp_path: Path) -> Path:
+    write(tmp_path / "mkdocs.yml", MKDOCS_YML.replace("      preload: []\n", "      preload: []\n      result_kinds: [gauges]\n"))
+    write(tmp_path / "gauges.py", GAUGES)
+    write(tmp_path / "snippets" / "part" / "g.py", "LEVEL = 0.42\n" + SNIPPET)
+    write(tmp_path / "docs" / "index.md", "# 首页\n")
+    write(tmp_path / "docs" / "part" / "page.md", '# 页\n\n完成了多少：\n\n{{ gauge part/g:done "完成度" }}\n')
+    return tmp_path
+
+
+def test_a_kind_registered_by_the_book_is_recorded_shown_printed_and_its_drift_reported(book: Path) -> None:
+    done = mkdocs_build(book, BOOK_FRESH="1")
+    assert done.returncode == 0, output(done)
+    html = (book / "site" / "part" / "page" / "index.html").read_text(encoding="utf-8")
+    assert '<meter min="0" max="1" value="0.42">42%</meter> 完成度' in html
+    record = json.loads((book / "snippets" / "part" / "g.record.json").read_text(encoding="utf-8"))
+    assert record["results"]["done"] == {"type": "gauge", "kind": "exact", "value": 0.42}
+
+    run = subprocess.run([sys.executable, "-m", "transformer_book", "run", "part/g"], cwd=book, env=book_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "done: 进度 42%" in run.stdout, run.stdout + run.stderr
+
+    write(book / "snippets" / "part" / "g.py", "LEVEL = 0.5\n" + SNIPPET)
+    drift = mkdocs_build(book)
+    assert drift.returncode != 0
+    assert "done: recorded 0.42, now 0.5" in output(drift) and "shown at: part/page.md:5" in output(drift)
+    report = (book / ".book-cache" / "report" / "drift.html").read_text(encoding="utf-8")
+    assert "进度条" in report and "part/g" in report
+
+
+def test_a_result_the_snippet_cannot_give_is_refused_by_its_kind(book: Path) -> None:
+    write(book / "snippets" / "part" / "g.py", "LEVEL = 1.5\n" + SNIPPET)
+    done = mkdocs_build(book, BOOK_FRESH="1")
+    assert done.returncode != 0 and "Gauge 'done' is 1.5, not in [0, 1]" in output(done), output(done)
+
+
+def test_a_directive_of_a_kind_nobody_registered_fails_naming_page_line_and_the_kinds(book: Path) -> None:
+    write(book / "docs" / "part" / "page.md", "# 页\n\n{{ dial part/g:done }}\n")
+    done = mkdocs_build(book, BOOK_FRESH="1")
+    assert done.returncode != 0
+    assert "part/page.md:3: unknown directive 'dial'" in output(done) and "gauge" in output(done), output(done)
+
+
+def test_a_book_naming_a_module_that_does_not_import_fails_naming_it(book: Path) -> None:
+    write(book / "gauges.py", "raise RuntimeError('坏了')\n")
+    done = mkdocs_build(book, BOOK_FRESH="1")
+    assert done.returncode != 0 and "result_kinds: cannot import 'gauges': RuntimeError: 坏了" in output(done), output(done)
+
+
+def test_two_kinds_under_one_name_are_refused() -> None:
+    from transformer_book.book.results import Result, Table, register
+
+    class Other(Result):
+        type_name = "table"
+
+    with pytest.raises(ValueError, match="the result kind 'table' is transformer_book.book.results.Table already"):
+        register(Other)
+    assert register(Table) is Table  # the same class again: nothing happens
