@@ -124,3 +124,10 @@ def test_two_kinds_under_one_name_are_refused() -> None:
     with pytest.raises(ValueError, match="the result kind 'table' is transformer_book.book.results.Table already"):
         register(Other)
     assert register(Table) is Table  # the same class again: nothing happens
+
+
+def test_a_claim_on_a_line_of_its_own_is_still_cited_inline() -> None:
+    from transformer_book.book.rendering.pages import find_refs
+
+    [ref] = find_refs("# 页\n\n它成立。\n{{ claim part/g:holds }}\n", "part/page.md", 0)
+    assert (ref.kind, ref.own_line, ref.where) == ("claim", False, "part/page.md:4")

@@ -163,7 +163,8 @@ def _own_line(line: str, page: str, lineno: int, index: int) -> Ref | None:
         return Ref(page, lineno, "source", resolve_id(m["snippet"], page), indent=m["indent"], **whole)
     if m := CODE_RE.match(line):
         return Ref(page, lineno, "code", m["module"], m["name"], indent=m["indent"], **whole)
-    if m := BLOCK_RE.match(line):
+    placed_inline = {name for name, cls in result_kinds().items() if cls.placement == "inline"}
+    if (m := BLOCK_RE.match(line)) and m["kind"] not in placed_inline:  # a claim alone on a line is still inline
         if m["kind"] not in block_kinds():
             raise PageRefError(f"{page}:{lineno}", f"unknown directive {m['kind']!r}: a line of its own places one of "
                                                    f"{', '.join(block_kinds())}, or is a source or code directive")
