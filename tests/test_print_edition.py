@@ -170,7 +170,7 @@ def test_without_chromium_the_build_says_so_skips_the_pdf_and_links_nothing(tmp_
     assert PDF not in (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
 
 
-# -- the print file, made from the site's pages by their parse (site/html_edit.py) --------------------------------
+# -- the print file, made from the site's pages by their parse (html_edit.py) --------------------------------
 
 FOLDED_PAGE = """<html><head><link rel='stylesheet' href='../assets/main.css'></head><body>
 <article class="md-content__inner md-typeset">

@@ -9,6 +9,8 @@ the comparisons, and ``record``/``claim`` for notebook pages). The engine is lai
   ``SnippetError``: what goes to an executor and comes back), ``discover`` (finding snippets and what they
   declare), ``graph`` (the REQUIRES graph), ``environment`` (versions and numerical settings: cache keys and
   provenance), ``files`` (atomic writes, hashing), ``memo`` (every remembered computation, by key and version),
+  ``html_edit`` (editing HTML by its parse: the site fixes, the print edition, the API pages' back-links),
+  ``static_imports`` (which libraries the snippets reach, read from their source),
   ``state`` (a build's options and what it found), and ``session`` (one build: plan, cache, execute, check);
 - ``execution/`` – running snippets, one process per file: ``worker`` (the snippet process: fixed seeds and
   threads, the exact bytes it ran), ``pool`` (the build's local executor and its forkserver), ``dask_executor``

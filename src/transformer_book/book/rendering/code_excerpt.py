@@ -32,12 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from transformer_book.book import html_edit
 from transformer_book.book.memo import Memo, file_version
 from transformer_book.book.rendering import pages
 
 HEADING_RE = re.compile(r"^(?P<level>#{1,6})\s+(?P<text>.+?)\s*(?:\{[^}]*\})?\s*#*\s*$")
 API_RE = re.compile(r"^[ \t]*:::[ \t]+(?P<ident>[\w.]+)[ \t]*$", re.M)
 PRIVATE = re.compile(r"^_[^_]")  # mkdocstrings' default filter leaves these out
+HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
@@ -281,10 +283,16 @@ class Excerpts:
             if not any(s.api == m or s.api.startswith(m + ".") for m in modules):
                 continue
             by_entry.setdefault(s.api, []).append(s)
+        elements = html_edit.parse(html_text)
+        headings: dict[str | None, html_edit.Element] = {}
+        anchors: dict[str | None, html_edit.Element] = {}
+        for e in elements:  # the first element with an id, as the browser's #fragment finds it
+            if e.get("id") and (e.tag in HEADINGS or e.tag == "a"):
+                (headings if e.tag in HEADINGS else anchors).setdefault(e.get("id"), e)
+        changes = []
         for entry, places in by_entry.items():
-            m = re.search(rf'<h(?P<n>[1-6]) id="{re.escape(entry)}"[^>]*>.*?</h(?P=n)>', html_text, re.S) \
-                or re.search(rf'<a id="{re.escape(entry)}"></a>', html_text)
-            if m is None:
+            at = headings.get(entry) or anchors.get(entry)  # mkdocstrings' heading, or its bare anchor
+            if at is None:
                 continue
             links = []
             for s in places:
@@ -294,9 +302,8 @@ class Excerpts:
                 links.append(f'<a href="{html.escape(href, quote=True)}">{html.escape(s.label)}</a>')
             if not links:
                 continue
-            line = f'\n<p class="book-shown-in">在书中：{"；".join(links)}</p>\n'
-            html_text = html_text[: m.end()] + line + html_text[m.end():]
-        return html_text
+            changes.append((at.end, at.end, f'\n<p class="book-shown-in">在书中：{"；".join(links)}</p>\n'))
+        return html_edit.edit(html_text, changes)
 
     def changed_pages(self) -> set[str]:
         """Under ``serve --dirty``: the pages (docs-relative) whose excerpts or back-links differ from what

@@ -1,7 +1,7 @@
 """Fixing what mkdocs-jupyter's HTML gets wrong for this site: CDN scripts, Chinese heading ids, and the
 half-megabyte of notebook CSS it inlines into every notebook page.
 
-Every change is made on the page's parse (:mod:`.html_edit`): the elements are found by the HTML parser, and
+Every change is made on the page's parse (:mod:`..html_edit`): the elements are found by the HTML parser, and
 only they are rewritten.
 """
 
@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 from transformer_book.book.files import atomic_write_bytes, atomic_write_text
-from transformer_book.book.site import css_prune, html_edit
+from transformer_book.book import html_edit
+from transformer_book.book.site import css_prune
 
 STYLES = "assets/notebook"
 INLINE_LIMIT = 20_000  # a style block longer than this is moved to a shared file

@@ -1,6 +1,6 @@
 """Small fixes to every rendered page, for a reader on a phone and for a reader who does not see the screen.
 
-All but the web font's loader are made on the page's parse (:mod:`.html_edit`), in one pass (:func:`fix`):
+All but the web font's loader are made on the page's parse (:mod:`..html_edit`), in one pass (:func:`fix`):
 
 * **Figures sized before they load.** The engine's figures are ``<img>`` of SVG files under
   ``assets/generated/``; without a size the browser lays the page out with an empty box and moves the text
@@ -52,7 +52,7 @@ import posixpath
 import re
 from typing import Callable
 
-from transformer_book.book.site import html_edit
+from transformer_book.book import html_edit
 from transformer_book.book.site.fix_palette import HEAD_META
 
 from transformer_book.book.site.webfont import FAMILY, PLACEHOLDER_URI, UNICODE_RANGE, URI

@@ -5,7 +5,7 @@ page (which then ships, far over the 500 KB page budget, and is searched and lin
 ``mkdocs-with-pdf`` renders with WeasyPrint (system Pango libraries; no MathJax, so no formulas);
 ``mkdocs-exporter`` prints page by page (no book-wide page numbers or contents). So the book prints its own
 built pages, as a reader's browser shows them: the articles of the built site (found and edited by
-:mod:`.html_edit`) are joined, in navigation order, by the template ``templates/print.html.j2`` into one
+:mod:`..html_edit`) are joined, in navigation order, by the template ``templates/print.html.j2`` into one
 temporary HTML file beside the site (deleted after printing, never shipped), with the site's
 own style sheets, web font and typeset formulas plus a print style sheet (``PRINT_CSS``); headless Chromium, driven
 by playwright, waits for the fonts and formulas, then prints it with page numbers in the footer and a PDF
@@ -29,7 +29,8 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from transformer_book.book.html_pages import markup, render
-from transformer_book.book.site import chromium, html_edit, mathjax, page_html, webfont
+from transformer_book.book import html_edit
+from transformer_book.book.site import chromium, mathjax, page_html, webfont
 
 PDF_NAME = "transformer-book.pdf"
 

@@ -6,6 +6,13 @@ nesting and quoting wrong (a fold ends at the first nested ``</details>``; ``hre
 is parsed by :class:`html.parser.HTMLParser` — the parser the tests read the site with — into elements that know
 where they start and end in the text. An edit replaces an element, its content or its start tag; everything
 else stays byte for byte as it was written.
+
+Used by the site fixes (``site/page_html.py``, ``site/fix_notebook_html.py``), the print edition and the back-links
+under the API pages' headings (``rendering/code_excerpt.py``). One module still edits pages with a regular
+expression, on purpose: ``site/mathjax.py`` swaps each ``<span class="arithmatex">…</span>`` (Arithmatex's
+output: TeX text with no element inside, so the first end tag is its own) for its typeset SVG, and rewrites
+MathJax's own SVG, which one program writes in one shape: markup without the nesting and quoting a parse guards
+against.
 """
 
 from __future__ import annotations
