@@ -2,6 +2,8 @@
 三个种子）。比的有两样：验证损失，和写出来的诗像不像五言诗。比较两个阶段的说法在每个种子上各核对一次：
 每个种子都成立才算成立。"""
 
+import statistics
+
 import numpy as np
 
 from transformer_book.book import Claim, Figure, Table, Value, all_of, artifact, at_least, at_most, every_seed, less
@@ -24,7 +26,7 @@ def compute():
     final = {s: [r.val_loss[-1] for r in rs] for s, rs in runs.items()}  # 阶段 → 每个种子训练结束时的验证损失
     five = {s: [poems.five_char_share(r.poems) for r in rs] for s, rs in runs.items()}  # 恰好五个字的句子占多少
     form = {s: [poems.form_share(r.poems) for r in rs] for s, rs in runs.items()}  # 整首合乎格式的诗占多少
-    mean = {s: float(np.mean(v)) for s, v in final.items()}
+    mean = {s: statistics.mean(v) for s, v in final.items()}  # 与各阶段的片段同一种平均：同一个数在页面上处处一样
     gap = {s: float(np.max(v) - np.min(v)) for s, v in final.items()}  # 种子之间最多相差多少
 
     fig, (curves, shape) = new_figure(ncols=2, width=7.2, height=3.4, width_ratios=[3, 2])
@@ -36,8 +38,8 @@ def compute():
     curves.set(xlabel="训练步数", ylabel="验证损失（奈特 / 字）", title="三个种子的平均（阴影：最低到最高）")
     curves.legend()
     xs = np.arange(len(NAMES))
-    shape.bar(xs - 0.2, [np.mean(five[s]) for s in NAMES], width=0.4, color="#9ecae1", label="恰好五个字的句子")
-    shape.bar(xs + 0.2, [np.mean(form[s]) for s in NAMES], width=0.4, color="#3182bd", label="整首合乎格式的诗")
+    shape.bar(xs - 0.2, [statistics.mean(five[s]) for s in NAMES], width=0.4, color="#9ecae1", label="恰好五个字的句子")
+    shape.bar(xs + 0.2, [statistics.mean(form[s]) for s in NAMES], width=0.4, color="#3182bd", label="整首合乎格式的诗")
     for k in range(len(seeds)):  # 每个种子一个点
         shape.plot(xs - 0.2, [five[s][k] for s in NAMES], "k.", markersize=4)
         shape.plot(xs + 0.2, [form[s][k] for s in NAMES], "k.", markersize=4)
@@ -57,8 +59,8 @@ def compute():
         "table": Table(
             columns=["模型", "比上一步多了什么", "参数个数", "验证损失（三个种子的平均）", "种子之间最多相差",
                      "恰好五个字的句子", "整首合乎格式"],
-            rows=[[NAMES[s], ADDED[s], rs[0].n_parameters, mean[s], gap[s], float(np.mean(five[s])),
-                   float(np.mean(form[s]))] for s, rs in runs.items()],
+            rows=[[NAMES[s], ADDED[s], rs[0].n_parameters, mean[s], gap[s], statistics.mean(five[s]),
+                   statistics.mean(form[s])] for s, rs in runs.items()],
             formats=["", "", ",d", ".3f", ".3f", ".0%", ".0%"],
             kinds={c: "trained" for c in ("验证损失（三个种子的平均）", "种子之间最多相差", "恰好五个字的句子", "整首合乎格式")},
         ),
