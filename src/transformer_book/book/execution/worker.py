@@ -554,10 +554,10 @@ class ResultError(TypeError):
 def check_results(snippet: str, results: Any) -> None:
     if not isinstance(results, dict) or not results:
         raise ResultError(f"{snippet}: compute() must return a non-empty dict {{name: Table | Figure | Value | Claim}}")
+    kinds = result_kinds()
     for key, value in results.items():
         if not isinstance(key, str) or not key.isidentifier():
             raise ResultError(f"{snippet}: result names must be identifiers, got {key!r}", str(key))
-        kinds = result_kinds()
         if not isinstance(value, Result) or kinds.get(value.type_name) is not type(value):
             names = ", ".join(t.__name__ for t in kinds.values())
             raise ResultError(f"{snippet}: result {key!r} is a {type(value).__name__}, not one of {names}"

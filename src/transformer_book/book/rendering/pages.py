@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from transformer_book.book.memo import Memo
-from transformer_book.book.results import result_kinds
+from transformer_book.book.results import result_kind, result_kinds
 
 _ID = r"[\w][\w./-]*"
 BLOCK_RE = re.compile(
@@ -163,9 +163,10 @@ def _own_line(line: str, page: str, lineno: int, index: int) -> Ref | None:
         return Ref(page, lineno, "source", resolve_id(m["snippet"], page), indent=m["indent"], **whole)
     if m := CODE_RE.match(line):
         return Ref(page, lineno, "code", m["module"], m["name"], indent=m["indent"], **whole)
-    placed_inline = {name for name, cls in result_kinds().items() if cls.placement == "inline"}
-    if (m := BLOCK_RE.match(line)) and m["kind"] not in placed_inline:  # a claim alone on a line is still inline
-        if m["kind"] not in block_kinds():
+    m = BLOCK_RE.match(line)
+    kind = result_kind(m["kind"]) if m else None
+    if m and (kind is None or kind.placement != "inline"):  # a claim alone on a line is still inline
+        if kind is None or kind.placement != "block":
             raise PageRefError(f"{page}:{lineno}", f"unknown directive {m['kind']!r}: a line of its own places one of "
                                                    f"{', '.join(block_kinds())}, or is a source or code directive")
         return Ref(page, lineno, m["kind"], resolve_id(m["snippet"], page), m["key"], None, m["caption"],

@@ -23,7 +23,9 @@ option              environment            meaning
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -127,9 +129,6 @@ def default_preload(snippets_dir: Path, docs_dir: Path) -> list[str]:
 
 def load_result_kinds(modules: list[str], project_root: Path) -> None:
     """Import the modules of the ``result_kinds`` option (they register their kinds as they are imported)."""
-    import importlib
-    import sys
-
     if modules and str(project_root) not in sys.path:
         sys.path.insert(0, str(project_root))  # a module beside mkdocs.yml, as the snippet processes see it
     for name in modules:
