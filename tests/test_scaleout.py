@@ -157,10 +157,16 @@ def new_bucket() -> str:
 @pytest.fixture(scope="module")
 def cluster(s3: str) -> Iterator[object]:
     """Two worker processes of one thread each; a worker that dies is restarted by its nanny, and a task whose
-    worker died twice fails (``allowed-failures: 1``, the single retry the docs recommend)."""
+    worker died twice fails (``allowed-failures: 1``, the single retry the docs recommend).
+
+    ``lost-worker-timeout``: a ``LocalCluster`` forgets (and closes the nanny of) a worker that has not come
+    back 15 s after it died. Beside the whole book's build on two cores, a restarted worker took longer than
+    that once in CI, and the cluster was left with one worker (``WorkerStartTimeoutError`` in the teardown of the
+    test that kills both). The nanny restarts it; the cluster waits as long as the tests do."""
     import dask
 
-    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1,
+                          "distributed.deploy.lost-worker-timeout": f"{TIMEOUT}s"}):
         lc = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                       dashboard_address=None, silence_logs=50)
         try:
