@@ -87,6 +87,28 @@ def test_an_exact_value_that_changes_fails_naming_snippet_key_old_new_and_page(p
     assert "part/page.md:3" in out
 
 
+
+def test_a_result_the_snippet_no_longer_produces_fails_naming_it_until_accepted(project: Path) -> None:
+    """A snippet that drops a result (a seed taken out of an experiment) while its record still holds it: the
+    build names every recorded number and the claim that went, and ``accept`` takes them out of the record."""
+    assert build(project).returncode == 0
+    calibrate_by_hand(project, 0.01)
+    write(project / "snippets" / "part" / "a.py", SNIPPET.replace(
+        '        "exact": Value(knobs.EXACT, ".2f"),\n', "").replace(
+        '        "faster": Claim("缓存至少快 1.5 倍", at_least(speedup, 1.5, name="加速比")),\n', ""))
+    write(project / "docs" / "part" / "page.md",
+          PAGE.replace("精确的数是 {{ a:exact }}，", "").replace("{{ claim a:faster }}", ""))
+    done = build(project, BOOK_CI="1")
+    assert done.returncode != 0
+    out = output(done)
+    assert "exact: recorded 1.5, no longer produced" in out, out
+    assert "faster: recorded '缓存至少快 1.5 倍', no longer produced" in out, out
+    accepted = subprocess.run([sys.executable, "-m", "transformer_book", "accept", "part/a"], cwd=project,
+                              capture_output=True, text=True, timeout=300)
+    assert accepted.returncode == 0, accepted.stderr
+    assert "exact" not in record(project)["results"] and "faster" not in record(project)["results"]
+    assert build(project, BOOK_CI="1").returncode == 0
+
 def test_a_trained_value_passes_within_its_calibrated_band_and_fails_beyond_it(project: Path) -> None:
     """On another machine (here: other numerical settings than the record's) the calibrated band applies; on
     the arithmetic that made the record, a trained value must come out bit for bit (tests/test_lessons.py)."""

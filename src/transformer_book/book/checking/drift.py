@@ -141,7 +141,7 @@ def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Resu
         if key not in results:
             if rec.get("type") == "claim":
                 changes.append(Change(snippet, key, key, rec.get("statement"), None, kind="removed"))
-            for path, old in _recorded_numbers(key, rec).items():
+            for path, old in recorded_numbers(key, rec).items():
                 changes.append(Change(snippet, key, path, old.value, None, kind="removed", value_kind=old.kind))
     return changes
 
