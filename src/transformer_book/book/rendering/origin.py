@@ -115,10 +115,10 @@ def describe(snippet: str, key: str, result: Result, record: dict[str, Any] | No
     ``page_url`` is where the page is served (``lecture07/s02-self-attention/``): links in raw HTML are not
     rewritten by MkDocs, so the record's link is made relative to it here."""
     out = {"snippet": snippet, "key": key, "value": result.summary()}
-    if isinstance(result, Claim):
+    if result.decided:
         out["statement"] = result.statement
         out["margin"] = _claim_margin(key, result, record)
-    if not isinstance(result, Claim):
+    else:
         out["kind"] = _kind(result)
         out["tolerance"] = _tolerance(result, key, record)
         if MEASURED in result.kinds and measured_on:

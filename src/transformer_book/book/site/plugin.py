@@ -35,8 +35,7 @@ from transformer_book.book.site.dirty_pages import PageMemory, ShownResults
 from transformer_book.book.environment import measured_here
 from transformer_book.book.files import atomic_write_text
 from transformer_book.book.memo import Memo
-from transformer_book.book.rendering.render import Renderer, figure_target, shown_source
-from transformer_book.book.results import Figure
+from transformer_book.book.rendering.render import Renderer, shown_source, site_files
 from transformer_book.book.session import BookSession
 from transformer_book.book.state import BuildState, Options
 from transformer_book.book.types import NOTEBOOK_OUTPUT
@@ -251,10 +250,8 @@ class BookPlugin(BasePlugin[book_config.BookConfig]):
     @event_priority(-100)  # after mkdocs-jupyter has wrapped notebook files (we set the wrapper's source path)
     def on_files(self, files: Files, *, config: Any) -> Files:
         if self.state is not None:
-            for sid, st in self.state.snippets.items():
-                for key, result in st.results.items():
-                    if isinstance(result, Figure):
-                        files.append(File.generated(config, figure_target(sid, key), content=result.svg))
+            for path, content in site_files({sid: st.results for sid, st in self.state.snippets.items()}):
+                files.append(File.generated(config, path, content=content))
         self._use_executed_notebooks(files)
         if self.state is not None:
             changed = self.shown.update(self.state)  # and remember what is shown, for the next dirty rebuild

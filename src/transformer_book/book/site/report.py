@@ -103,14 +103,12 @@ def records_report(state: BuildState, ci: bool) -> str:
 
 def uncited_claims(state: BuildState, usage: Usage) -> str:
     """Claims that no page states: a claim belongs beside its sentence (a check nobody reads is a test)."""
-    from transformer_book.book.results import Claim
-
     missing = [
         f"{sid}:{key}"
         for sid, st in state.snippets.items()
         if not st.snippet.is_notebook
         for key, r in st.results.items()
-        if isinstance(r, Claim) and (sid, key) not in usage
+        if r.decided and (sid, key) not in usage
     ]
     if not missing:
         return ""
