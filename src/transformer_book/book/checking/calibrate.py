@@ -257,8 +257,11 @@ class SnippetCalibration:
 
 
 def perturbed_workers(perturbation: Perturbation, workers: int = 0) -> int:
-    """Worker processes for a perturbed run: with torch on n threads, one process per n cores."""
-    return workers or default_workers(int(perturbation.env.get("BOOK_THREADS", "1") or 1))
+    """Worker processes for a perturbed run: with torch on n threads, one process per n cores. ``--workers`` is
+    an upper bound, not a request to oversubscribe: ``--workers 2`` on two cores ran the two-thread run with two
+    processes of two threads each, and its trainings took several times as long."""
+    fitting = default_workers(int(perturbation.env.get("BOOK_THREADS", "1") or 1))
+    return min(workers, fitting) if workers else fitting
 
 
 def run_perturbed(root: Path, snippets: list[str], perturbation: Perturbation, workers: int = 0,
