@@ -169,6 +169,9 @@ class Result:
     placement = "block"  # "block": a directive on a line of its own; "inline": in a sentence; "": never shown
     word = ""  # what a reader calls it, in the drift report ("表", "图" …); the type_name if empty
     banded = True  # calibration measures a band for its trained numbers (a block's hash has none to measure)
+    # The first result of a snippet placed on a page with this flag gets the snippet's code folded after it
+    # (tables, figures, blocks); an explorable's page shows its code where the author puts ``{{ source … }}``.
+    folds_code = False
     # A verdict (a claim): the build decides whether its ``statement`` holds, and calibration measures its
     # margins; it is checked by holding, not by comparing numbers, and listed by ``python -m transformer_book claims``.
     decided = False
@@ -355,6 +358,7 @@ class Table(Result):
     kind: str = EXACT
     kinds: dict[str, str] | None = None
     type_name = "table"
+    folds_code = True
     word = "表"
 
     def __post_init__(self) -> None:
@@ -498,6 +502,7 @@ class Figure(Result):
     plotted: dict[str, Any] = field(default_factory=dict)
     grids: list[dict[str, Any]] = field(default_factory=list)  # one per imshow image: labels and colour scale
     type_name = "figure"
+    folds_code = True
     word = "图"
 
     def site_files(self) -> dict[str, str]:
@@ -674,6 +679,7 @@ class Block(Result):
     kind: str = EXACT
     caption: str = ""
     type_name = "block"
+    folds_code = True
     word = "文本块"
     banded = False
 

@@ -123,6 +123,11 @@ def accept_keys(old: dict[str, Any] | None, new: dict[str, Any], keys: set[str])
     return {**old, "results": recorded, "provenance": prov}
 
 
+def seconds(record: dict[str, Any] | None) -> float:
+    """How long the run that made the record took (0 where it does not say)."""
+    return float(((record or {}).get("provenance") or {}).get("seconds") or 0.0)
+
+
 def same_arithmetic(record: dict[str, Any] | None) -> bool:
     """Whether this process does the arithmetic the record's results were computed with
     (:func:`.environment.arithmetic`): then its trained numbers must come out bit for bit."""
