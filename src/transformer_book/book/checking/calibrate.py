@@ -304,7 +304,7 @@ def _is_number(v: Any) -> bool:
 def measure(record: dict[str, Any], runs: dict[str, dict[str, Any]], sid: str) -> SnippetCalibration:
     """Compare each perturbed run's results of ``sid`` with its record."""
     cal = SnippetCalibration(sid, runs=list(runs))
-    recorded = record.get("results", {})
+    recorded = records.results(record)
     for key, rec in recorded.items():  # every trained series and every claim gets a calibration
         if _decided(rec):
             try:

@@ -96,7 +96,7 @@ def _noise(record: dict[str, Any] | None, key: str, claim: Claim) -> str:
 def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Result]) -> list[Change]:
     """Every difference between a record and fresh results (empty list: no drift)."""
     changes: list[Change] = []
-    recorded = (record or {}).get("results", {})
+    recorded = records.results(record)
     here = records.same_arithmetic(record)
     for key, result in results.items():
         if not result.recorded:
@@ -150,7 +150,7 @@ def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Resu
 def uncalibrated(record: dict[str, Any] | None, results: dict[str, Result]) -> list[str]:
     """Trained series that the record holds no calibration for."""
     series = {n.series for key, r in results.items() for n in r.numbers(key) if n.kind == TRAINED}
-    cal = (record or {}).get("calibration") or {}
+    cal = records.calibration(record)
     missing = sorted(s for s in series if s not in cal.get("series", {}))
     if series and "claims" in cal:  # a calibrated snippet: its claims' margins are calibrated too
         missing += sorted(f"claim {k}" for k, r in results.items() if r.decided and k not in cal["claims"])

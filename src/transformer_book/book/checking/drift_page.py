@@ -168,7 +168,7 @@ class _Page:
                 continue
             spread = ""
             if ch.value_kind == TRAINED:
-                entry = ((record or {}).get("calibration") or {}).get("series", {}).get(series_of(ch.path))
+                entry = records.series_calibration(record, series_of(ch.path))
                 spread = _num(entry.get("spread")) if entry else "未校准"
             tol = ch.tolerance.describe() if ch.tolerance else ("" if ch.kind != "drift" else "精确")
             what = {"added": "新出现（记录里没有）", "removed": "不再产生"}.get(ch.kind, tol)
@@ -230,7 +230,7 @@ def render(drift: list[Change], snippets: dict[str, Any], usage: dict[tuple[str,
     for sid, by_key in by_snippet.items():
         st = snippets[sid]
         record = records.load(st.snippet.record_path) if st.snippet.record_path.exists() else None
-        recorded = (record or {}).get("results", {})
+        recorded = records.results(record)
         results = []
         for key, changes in by_key.items():
             result, old = st.results.get(key), recorded.get(key)

@@ -127,7 +127,7 @@ def index(docs_dir: Path, record_paths: dict[str, Path]) -> list[CitedClaim]:
         return records.read(path) if path is not None else None
 
     def claim_of(sid: str, key: str) -> Claim | None:
-        data = ((record(sid) or {}).get("results") or {}).get(key)
+        data = records.results(record(sid)).get(key)
         try:
             return from_data(data) if data and _decided(data.get("type", "")) else None
         except ValueError:  # an older record: listed as having none until it is accepted again
@@ -140,7 +140,7 @@ def index(docs_dir: Path, record_paths: dict[str, Path]) -> list[CitedClaim]:
         found[sid, key] = CitedClaim(sid, key, [where], sentence, claim_of(sid, key),
                                      records.claim_calibration(record(sid), key))
     for sid in sorted(record_paths):
-        for key, data in ((record(sid) or {}).get("results") or {}).items():
+        for key, data in records.results(record(sid)).items():
             if _decided(data.get("type", "")) and (sid, key) not in found:
                 found[sid, key] = CitedClaim(sid, key, [], "", claim_of(sid, key), records.claim_calibration(record(sid), key))
     return list(found.values())

@@ -147,7 +147,7 @@ class Renderer:
         from transformer_book.book.results import result_kind
 
         try:
-            rec = (records.read(record_path) or {}).get("results", {}).get(ref.key)
+            rec = records.results(records.read(record_path)).get(ref.key)
         except ValueError:
             rec = None
         kind = result_kind(rec.get("type", "")) if rec is not None and rec.get("type") == ref.kind else None
