@@ -250,3 +250,16 @@ def test_the_claims_command_lists_each_claim_with_its_page_line_sentence_compari
                            capture_output=True, text=True, timeout=120).stdout
     assert table.startswith("| 位置 | 句子 | 说法 | 比较 | 效应与种子间的差 | 判定 |") and "part/page.md:3" in table
     assert "单次运行" in table, "a claim about one trained run says so beside its sentence"
+
+
+def test_workers_asked_for_never_oversubscribe_the_cores_of_a_run_with_more_threads() -> None:
+    import os
+
+    from transformer_book.book.checking.calibrate import Perturbation, perturbed_workers
+
+    two_threads = Perturbation("threads-2", "", {"BOOK_THREADS": "2"})
+    one_thread = Perturbation("jitter-1", "", {"BOOK_JITTER": "1"})
+    cores = os.cpu_count() or 1
+    assert perturbed_workers(two_threads, workers=cores) == max(1, cores // 2)
+    assert perturbed_workers(two_threads) == max(1, cores // 2)
+    assert perturbed_workers(one_thread, workers=1) == 1 and perturbed_workers(one_thread) == cores

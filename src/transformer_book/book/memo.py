@@ -21,7 +21,6 @@ memo                                   key                                 versi
 ``site.webfont`` (characters)          file                                the file's version
 ``checking.drift_page`` (page lines)   page file                           the file's version
 ``session.BookSession`` (verdicts)     snippet                             (entry key, record file version)
-``site.plugin`` (notebook views)       "views"                             the build's number
 ``checking.records`` (records read)    record file                         the file's version
 ``rendering.code_excerpt`` (sources)   package file                        the file's version
 =====================================  ==================================  ===================================

@@ -169,6 +169,12 @@ class Result:
     placement = "block"  # "block": a directive on a line of its own; "inline": in a sentence; "": never shown
     word = ""  # what a reader calls it, in the drift report ("表", "图" …); the type_name if empty
     banded = True  # calibration measures a band for its trained numbers (a block's hash has none to measure)
+    # The first result of a snippet placed on a page with this flag gets the snippet's code folded after it
+    # (tables, figures, blocks); an explorable's page shows its code where the author puts ``{{ source … }}``.
+    folds_code = False
+    # A verdict (a claim): the build decides whether its ``statement`` holds, and calibration measures its
+    # margins; it is checked by holding, not by comparing numbers, and listed by ``python -m transformer_book claims``.
+    decided = False
 
     def numbers(self, key: str) -> Iterator[Number]:
         return iter(())
@@ -188,11 +194,38 @@ class Result:
         """Raise ``TypeError`` naming ``snippet`` and ``key`` if what the snippet put in the result cannot be
         recorded or shown (called in the snippet's process, before the result leaves it)."""
 
+    def finalize(self) -> "Result":
+        """Called once in the process that computed the result, after ``validate``: turn what cannot leave the
+        process into data (a figure's live matplotlib object into its SVG and plotted numbers)."""
+        return self
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> "Result | None":
+        """The result as its committed record keeps it, where that is enough to show it again (a value, a table
+        with its formats): shown, marked as recorded, while ``mkdocs serve`` recomputes it. None where the
+        record keeps less than the page shows (a figure's record has no SVG)."""
+        return None
+
+    def site_files(self) -> dict[str, str]:
+        """Files the site serves beside the pages that show the result, by suffix (a figure: ``{"svg": …}``),
+        written as ``generated/<snippet>/<key>.<suffix>``."""
+        return {}
+
+    def detach(self) -> tuple[bytes, "Result"] | None:
+        """For a kind kept beside the results rather than in them (``recorded = False``, an artifact): the
+        bytes to store as a blob and the placeholder that stays in the results. None for every other kind."""
+        return None
+
     def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
         """The Markdown that places the result on a page at ``ref`` (a :class:`~.rendering.pages.Ref`), with
         its ``caption`` and origin ``badge``; ``renderer`` (:class:`~.rendering.render.Renderer`) has the
         book's ways to draw tables, figures and the rest. Inline kinds get ``caption`` and ``badge`` empty."""
         raise NotImplementedError(f"the result kind {self.type_name!r} cannot be shown on a page")
+
+    def text(self, fmt: str | None = None) -> str:
+        """An inline result as plain words in a sentence (a page's notebook), in the page's format ``fmt`` if it
+        gives one; "" for a kind that shows no words of its own there (a claim shows its ✓ beside the sentence)."""
+        return ""
 
     def terminal(self, key: str) -> str:
         """What ``python -m transformer_book run`` prints for the result."""
@@ -262,10 +295,17 @@ class Value(Result):
     def from_data(cls, d: dict[str, Any]) -> "Value":
         return cls(d["value"], d.get("fmt", ""), Tolerance.from_record(d.get("tolerance")), d.get("kind", EXACT))
 
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> "Value":
+        return cls.from_data({**rec, "tolerance": None})
+
     def validate(self, snippet: str, key: str) -> None:
         if not isinstance(self.value, (bool, int, float, str)):
             raise TypeError(f"{snippet}: Value {key!r} holds a {type(self.value).__name__} ({self.value!r:.60}); "
                             "a Value is one number, string or boolean in a sentence — use a Table for several")
+
+    def text(self, fmt: str | None = None) -> str:
+        return format_number(self.value, fmt if fmt is not None else self.fmt)
 
     def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
         return renderer.value(ref, self)
@@ -318,6 +358,7 @@ class Table(Result):
     kind: str = EXACT
     kinds: dict[str, str] | None = None
     type_name = "table"
+    folds_code = True
     word = "表"
 
     def __post_init__(self) -> None:
@@ -373,6 +414,10 @@ class Table(Result):
         return cls(d["columns"], d["rows"], d.get("formats"), d.get("caption", ""),
                    Tolerance.from_record(d.get("tolerance")), d.get("kind", EXACT), d.get("kinds"))
 
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> "Table | None":
+        return cls.from_data({**rec, "tolerance": None}) if rec.get("formats") else None
+
     def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
         return renderer.table(self, caption, badge, renderer.measured_on(ref.snippet))
 
@@ -415,7 +460,7 @@ class Table(Result):
         return "\n".join([head, sep, *body])
 
 
-# What a figure says besides the numbers it plots (recorded by the engine, :func:`.execution.worker.drawn_words`):
+# What a figure says besides the numbers it plots (recorded by the engine, :func:`.figure_data.drawn_words`):
 # the words and numbers drawn as text, legend entries, categorical tick labels, and each colour map's name.
 _FIGURE_WORDS = re.compile(r"\.(texts|legend|xticklabels|yticklabels|cmap)$")
 _FIGURE_SCALE = re.compile(r"\.(mesh)?scale(\d+)\.v(?:min|max)$")
@@ -457,7 +502,18 @@ class Figure(Result):
     plotted: dict[str, Any] = field(default_factory=dict)
     grids: list[dict[str, Any]] = field(default_factory=list)  # one per imshow image: labels and colour scale
     type_name = "figure"
+    folds_code = True
     word = "图"
+
+    def site_files(self) -> dict[str, str]:
+        return {"svg": self.svg}
+
+    def finalize(self) -> "Figure":
+        from transformer_book.book import figure_data
+
+        if self.figure is not None:
+            figure_data.finalize(self)
+        return self
 
     def __post_init__(self) -> None:
         _check_kind(self.kind, self.tolerance, "Figure")
@@ -548,6 +604,7 @@ class Claim(Result):
 
     type_name = "claim"
     word = "说法"
+    decided = True
     placement = "inline"
 
     def __init__(self, statement: str, check: Any, uncertain: str = "") -> None:
@@ -622,6 +679,7 @@ class Block(Result):
     kind: str = EXACT
     caption: str = ""
     type_name = "block"
+    folds_code = True
     word = "文本块"
     banded = False
 
@@ -877,6 +935,11 @@ class Artifact(Result):
     word = "交给其他片段的对象"
     recorded = False
     placement = ""
+
+    def detach(self) -> tuple[bytes, "Artifact"]:
+        from transformer_book.book import artifacts
+
+        return artifacts.encode(self.value), Artifact()
 
     def to_data(self) -> dict[str, Any]:
         raise TypeError("artifacts are stored by the cache as blobs, not as data")

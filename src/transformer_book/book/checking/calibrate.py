@@ -49,7 +49,8 @@ from typing import Any
 
 from transformer_book.book.checking import records
 from transformer_book.book.environment import default_workers, machine
-from transformer_book.book.results import DEFAULT_ABS, DEFAULT_TOLERANCE, EXACT, NOT_COMPARED, TRAINED, Claim, Number, Tolerance, recorded_numbers, result_kind
+from transformer_book.book.results import (DEFAULT_ABS, DEFAULT_TOLERANCE, EXACT, NOT_COMPARED, TRAINED, Claim, Number, Tolerance,
+                                           from_data, recorded_numbers, result_kind)
 from transformer_book.book.discover import Snippet
 from transformer_book.book.graph import closure
 
@@ -256,8 +257,11 @@ class SnippetCalibration:
 
 
 def perturbed_workers(perturbation: Perturbation, workers: int = 0) -> int:
-    """Worker processes for a perturbed run: with torch on n threads, one process per n cores."""
-    return workers or default_workers(int(perturbation.env.get("BOOK_THREADS", "1") or 1))
+    """Worker processes for a perturbed run: with torch on n threads, one process per n cores. ``--workers`` is
+    an upper bound, not a request to oversubscribe: ``--workers 2`` on two cores ran the two-thread run with two
+    processes of two threads each, and its trainings took several times as long."""
+    fitting = default_workers(int(perturbation.env.get("BOOK_THREADS", "1") or 1))
+    return min(workers, fitting) if workers else fitting
 
 
 def run_perturbed(root: Path, snippets: list[str], perturbation: Perturbation, workers: int = 0,
@@ -288,6 +292,11 @@ def _numbers(key: str, data: dict[str, Any]) -> dict[str, Number]:
     return recorded_numbers(key, data) if cls is not None and cls.banded else {}
 
 
+def _decided(rec: dict[str, Any]) -> bool:
+    """A recorded verdict (a claim): calibration measures its margins, not a band."""
+    return getattr(result_kind(rec.get("type", "")), "decided", False)
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -295,11 +304,11 @@ def _is_number(v: Any) -> bool:
 def measure(record: dict[str, Any], runs: dict[str, dict[str, Any]], sid: str) -> SnippetCalibration:
     """Compare each perturbed run's results of ``sid`` with its record."""
     cal = SnippetCalibration(sid, runs=list(runs))
-    recorded = record.get("results", {})
+    recorded = records.results(record)
     for key, rec in recorded.items():  # every trained series and every claim gets a calibration
-        if rec.get("type") == "claim":
+        if _decided(rec):
             try:
-                claim = Claim.from_data(rec)
+                claim = from_data(rec)
             except ValueError as exc:
                 cal.errors.append(f"{key}: {exc}")
                 continue
@@ -320,8 +329,8 @@ def measure(record: dict[str, Any], runs: dict[str, dict[str, Any]], sid: str) -
         for s in cal.series.values():
             s.moves.setdefault(name, 0.0)
         for key, data in got.items():
-            if data.get("type") == "claim":
-                claim = Claim.from_data(data)
+            if _decided(data):
+                claim = from_data(data)
                 if not claim.holds:
                     cal.flipped_claims.append(f"{key} under {name}: «{claim.statement}» ({claim.describe_inputs()})")
                 spread = cal.claims.get(key)

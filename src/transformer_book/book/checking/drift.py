@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from transformer_book.book.checking import records
-from transformer_book.book.results import DEFAULT_TOLERANCE, EXACT, NOT_COMPARED, TRAINED, Claim, Result, Tolerance, recorded_numbers
+from transformer_book.book.results import (DEFAULT_TOLERANCE, EXACT, NOT_COMPARED, TRAINED, Claim, Result, Tolerance,
+                                           recorded_numbers, result_kind)
 
 
 @dataclass
@@ -95,20 +96,20 @@ def _noise(record: dict[str, Any] | None, key: str, claim: Claim) -> str:
 def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Result]) -> list[Change]:
     """Every difference between a record and fresh results (empty list: no drift)."""
     changes: list[Change] = []
-    recorded = (record or {}).get("results", {})
+    recorded = records.results(record)
     here = records.same_arithmetic(record)
     for key, result in results.items():
         if not result.recorded:
             continue
         rec = recorded.get(key)
-        if isinstance(result, Claim):
+        if result.decided:
             if not result.holds:
                 changes.append(Change(snippet, key, key, True, False, kind="claim", claim=result))
             elif (noise := _noise(record, key, result)):
                 changes.append(Change(snippet, key, key, None, noise, kind="noisy", claim=result))
             elif rec is None:
                 changes.append(Change(snippet, key, key, None, result.statement, kind="added"))
-            elif rec.get("type") != "claim" or rec.get("statement") != result.statement:
+            elif rec.get("type") != result.type_name or rec.get("statement") != result.statement:
                 changes.append(Change(snippet, key, key, rec.get("statement", rec.get("type")), result.statement))
             continue
         old_numbers = recorded_numbers(key, rec) if rec is not None else {}
@@ -139,7 +140,7 @@ def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Resu
                 changes.append(Change(snippet, key, path, old.value, None, kind="removed", value_kind=old.kind))
     for key, rec in recorded.items():
         if key not in results:
-            if rec.get("type") == "claim":
+            if getattr(result_kind(rec.get("type", "")), "decided", False):
                 changes.append(Change(snippet, key, key, rec.get("statement"), None, kind="removed"))
             for path, old in recorded_numbers(key, rec).items():
                 changes.append(Change(snippet, key, path, old.value, None, kind="removed", value_kind=old.kind))
@@ -149,8 +150,8 @@ def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Resu
 def uncalibrated(record: dict[str, Any] | None, results: dict[str, Result]) -> list[str]:
     """Trained series that the record holds no calibration for."""
     series = {n.series for key, r in results.items() for n in r.numbers(key) if n.kind == TRAINED}
-    cal = (record or {}).get("calibration") or {}
+    cal = records.calibration(record)
     missing = sorted(s for s in series if s not in cal.get("series", {}))
     if series and "claims" in cal:  # a calibrated snippet: its claims' margins are calibrated too
-        missing += sorted(f"claim {k}" for k, r in results.items() if isinstance(r, Claim) and k not in cal["claims"])
+        missing += sorted(f"claim {k}" for k, r in results.items() if r.decided and k not in cal["claims"])
     return missing

@@ -147,8 +147,7 @@ def calibrated_tolerance(record: dict[str, Any] | None, series: str) -> tuple[To
     uncalibrated. A series that calibration could not band (``check`` is ``claims`` or ``varies``) is not
     compared as a number: its claims are (a seed replicate, :data:`SEED_FAMILY`, always is: calibration
     does not band one seed's training)."""
-    entries = ((record or {}).get("calibration") or {}).get("series", {})
-    entry = entries.get(series)
+    entry = series_calibration(record, series)
     if entry is None:
         return None, False
     check = entry.get("check", "varies" if entry.get("varies") else "band")
@@ -157,9 +156,42 @@ def calibrated_tolerance(record: dict[str, Any] | None, series: str) -> tuple[To
     return tol, check != "band"
 
 
+# -- reading a record: the only place that knows its layout (docs/authoring.md, checking/record_schema.py) --------
+
+
+def results(record: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The recorded results by key (empty for no record)."""
+    return (record or {}).get("results") or {}
+
+
+def made_with(record: dict[str, Any] | None) -> dict[str, Any]:
+    """The record's provenance: when, on what machine and with which library versions it was made."""
+    return (record or {}).get("provenance") or {}
+
+
+def calibration(record: dict[str, Any] | None) -> dict[str, Any]:
+    """The record's calibration block (empty where the snippet was never calibrated)."""
+    return (record or {}).get("calibration") or {}
+
+
+def series_calibration(record: dict[str, Any] | None, series: str) -> dict[str, Any] | None:
+    """What calibration measured of one trained series (``spread``, ``abs``, ``check``, ``why``), or None."""
+    return (calibration(record).get("series") or {}).get(series)
+
+
+def calibration_runs(record: dict[str, Any] | None) -> int | None:
+    """How many perturbed runs the calibration compared (None: not calibrated)."""
+    return (calibration(record).get("provenance") or {}).get("runs")
+
+
+def seconds(record: dict[str, Any] | None) -> float:
+    """How long the run that made the record took (0 where it does not say)."""
+    return float(made_with(record).get("seconds") or 0.0)
+
+
 def claim_calibration(record: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
     """What calibration measured of a claim's margin (``robust``, and per atom margin, spread, worst, held)."""
-    return (((record or {}).get("calibration") or {}).get("claims") or {}).get(key)
+    return (calibration(record).get("claims") or {}).get(key)
 
 
 def problems(path: Path, record: dict[str, Any]) -> list[str]:

@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from transformer_book.book import artifacts
-from transformer_book.book.results import Artifact, Figure, Result
+from transformer_book.book.results import Result
 
 RESULT_MIME = "application/vnd.transformer-book.result+json"
 
@@ -140,7 +140,7 @@ def run(compute: Callable[[], dict[str, Any]], snippet: str = "") -> dict[str, A
     the snippets after it that ``REQUIRES`` ``snippet``, as the build hands them over."""
     import matplotlib
 
-    from transformer_book.book.execution.worker import finalize_figure, seed_everything
+    from transformer_book.book.execution.worker import seed_everything
 
     seed_everything()
     matplotlib.rcdefaults()  # keeps the notebook's backend; resets what an earlier snippet changed
@@ -148,15 +148,14 @@ def run(compute: Callable[[], dict[str, Any]], snippet: str = "") -> dict[str, A
     matplotlib.rcParams["svg.fonttype"] = "path"
     results = compute()
     for value in results.values():
-        if isinstance(value, Figure) and value.figure is not None:
-            finalize_figure(value)
-    made = {k: v for k, v in results.items() if isinstance(v, Artifact)}
+        value.finalize()
+    made = {k: detached[0] for k, v in results.items() if (detached := v.detach()) is not None}
     if snippet and made:
         folder = Path(tempfile.mkdtemp(prefix="book-artifacts-"))
         files = {}
-        for key, value in made.items():
+        for key, blob in made.items():
             files[key] = str(folder / key)
-            Path(files[key]).write_bytes(artifacts.encode(value.value))
+            Path(files[key]).write_bytes(blob)
         _PROVIDED[snippet] = files
         _COMPUTED.add(snippet)
         artifacts.provide(dict(_PROVIDED))

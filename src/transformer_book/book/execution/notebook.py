@@ -25,7 +25,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from transformer_book.book.results import EXACT, Claim, Table, Tolerance, Value
+from transformer_book.book.results import EXACT, Claim, Result, Tolerance, Value
 
 # Set by the engine while a notebook runs: name -> result. None in Jupyter.
 _RECORDED: dict[str, Any] | None = None
@@ -42,13 +42,13 @@ def _keep(what: str, name: str, result: Any) -> None:
 
 
 def record(name: str, value: Any, fmt: str = "", tolerance: Tolerance | None = None, kind: str = EXACT) -> Any:
-    """Record a number (or a ``Table``) that this notebook shows; returns ``value`` unchanged.
+    """Record a number (or a result of any kind, e.g. a ``Table``) that this notebook shows; returns ``value`` unchanged.
 
     ``kind`` as for :class:`~.results.Value` (``"trained"`` for anything that depends on float order).
     Outside the book's build (in Jupyter) this does nothing else, so a notebook runs as-is.
     """
     if _RECORDED is not None:
-        _keep("record", name, value if isinstance(value, Table) else Value(value, fmt, tolerance or Tolerance(), kind))
+        _keep("record", name, value if isinstance(value, Result) else Value(value, fmt, tolerance or Tolerance(), kind))
     return value
 
 

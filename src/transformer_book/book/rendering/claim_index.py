@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from transformer_book.book.checking import records
 from transformer_book.book.rendering.pages import PageRefError, Ref, find_refs
-from transformer_book.book.results import Claim
+from transformer_book.book.results import Claim, from_data, result_kind
 
 _SENTENCE_END = "。！？"  # a semicolon joins clauses of one sentence: a claim after it backs the whole sentence
 _BLOCK = re.compile(r"^(#|\||\?\?\?|!!!|```)")  # headings, tables, admonitions, fences (a directive alone: pages)
@@ -65,6 +65,11 @@ class CitedClaim:
         return "；".join(parts)
 
 
+def _decided(kind: str) -> bool:
+    """A verdict kind (a claim): what this listing is about."""
+    return getattr(result_kind(kind), "decided", False)
+
+
 def _paragraph_sentence(lines: list[str], index: int, tag_start: int, alone: set[int], spans: dict[int, list[Ref]]) -> str:
     """The sentence that ends at a claim tag: from the previous sentence end (in the same paragraph) to the tag.
     ``alone``: the lines that hold a directive of their own (they end a paragraph); ``spans``: the inline
@@ -79,7 +84,7 @@ def _paragraph_sentence(lines: list[str], index: int, tag_start: int, alone: set
             if ref.start >= upto:
                 break
             out.append(lines[i][pos:ref.start])
-            out.append("" if ref.kind == "claim" else f"⟨{ref.key}⟩")
+            out.append("" if _decided(ref.kind) else f"⟨{ref.key}⟩")
             pos = ref.end
         out.append(lines[i][pos:upto])
         return "".join(out).strip()
@@ -109,7 +114,7 @@ def citations(docs_dir: Path) -> Iterator[tuple[str, str, str, str]]:
             if not r.own_line:
                 spans.setdefault(r.index, []).append(r)
         for ref in refs:
-            if ref.kind == "claim":
+            if _decided(ref.kind):
                 yield ref.snippet, ref.key, ref.where, _paragraph_sentence(lines, ref.index, ref.start, alone, spans)
 
 
@@ -122,9 +127,9 @@ def index(docs_dir: Path, record_paths: dict[str, Path]) -> list[CitedClaim]:
         return records.read(path) if path is not None else None
 
     def claim_of(sid: str, key: str) -> Claim | None:
-        data = ((record(sid) or {}).get("results") or {}).get(key)
+        data = records.results(record(sid)).get(key)
         try:
-            return Claim.from_data(data) if data and data.get("type") == "claim" else None
+            return from_data(data) if data and _decided(data.get("type", "")) else None
         except ValueError:  # an older record: listed as having none until it is accepted again
             return None
 
@@ -135,8 +140,8 @@ def index(docs_dir: Path, record_paths: dict[str, Path]) -> list[CitedClaim]:
         found[sid, key] = CitedClaim(sid, key, [where], sentence, claim_of(sid, key),
                                      records.claim_calibration(record(sid), key))
     for sid in sorted(record_paths):
-        for key, data in ((record(sid) or {}).get("results") or {}).items():
-            if data.get("type") == "claim" and (sid, key) not in found:
+        for key, data in records.results(record(sid)).items():
+            if _decided(data.get("type", "")) and (sid, key) not in found:
                 found[sid, key] = CitedClaim(sid, key, [], "", claim_of(sid, key), records.claim_calibration(record(sid), key))
     return list(found.values())
 

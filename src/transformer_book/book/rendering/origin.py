@@ -52,7 +52,7 @@ def record_target(snippet: str) -> str:
 
 def recorded(record: dict[str, Any] | None) -> str:
     """"2026-12-01；torch 2.13.0+cpu，numpy 2.4.6，Python 3.11.7" — when and with what the record was made."""
-    prov = (record or {}).get("provenance") or {}
+    prov = records.made_with(record)
     if not prov:
         return "还没有记录（新片段：第一次构建会写下它的记录）"
     parts = [f"{name} {prov[k]}" for name, k in (("torch", "torch"), ("numpy", "numpy"), ("Python", "python")) if prov.get(k)]
@@ -79,7 +79,7 @@ def _tolerance(result: Result, key: str, record: dict[str, Any] | None) -> str:
             else:
                 spans.append(f"±{tol.abs:.3g}")
         uniq = list(dict.fromkeys(spans))
-        runs = (((record or {}).get("calibration") or {}).get("provenance") or {}).get("runs")
+        runs = records.calibration_runs(record)
         texts.append("训练部分：" + ("、".join(uniq[:3]) + ("……" if len(uniq) > 3 else "") if uniq else "—")
                      + (f"（{runs} 次扰动重算所见最大偏离的 {records.CALIBRATION_FACTOR:g} 倍；页面上的数来自一次运行）"
                         if runs else ""))
@@ -115,10 +115,10 @@ def describe(snippet: str, key: str, result: Result, record: dict[str, Any] | No
     ``page_url`` is where the page is served (``lecture07/s02-self-attention/``): links in raw HTML are not
     rewritten by MkDocs, so the record's link is made relative to it here."""
     out = {"snippet": snippet, "key": key, "value": result.summary()}
-    if isinstance(result, Claim):
+    if result.decided:
         out["statement"] = result.statement
         out["margin"] = _claim_margin(key, result, record)
-    if not isinstance(result, Claim):
+    else:
         out["kind"] = _kind(result)
         out["tolerance"] = _tolerance(result, key, record)
         if MEASURED in result.kinds and measured_on:
@@ -136,7 +136,7 @@ def _claim_margin(key: str, claim: Claim, record: dict[str, Any] | None) -> str:
     cal = records.claim_calibration(record, key)
     if cal is None:
         return "比较的是确定的数，余量不随机器而变" if claim.check.margin is not None or claim.check.combined else "离散的事实，不随机器而变"
-    runs = (((record or {}).get("calibration") or {}).get("provenance") or {}).get("runs", "?")
+    runs = records.calibration_runs(record) or "?"
     moved = max((float(a.get("spread") or 0.0) for a in cal.get("atoms", {}).values()), default=0.0)
     worst = [a.get("worst") for a in cal.get("atoms", {}).values() if a.get("worst") is not None]
     text = (f"{runs} 次扰动重算中，余量最多移动 {moved:.3g}" + (f"，最小余量 {min(worst):.3g}" if worst else "")

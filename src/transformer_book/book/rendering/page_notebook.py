@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from transformer_book.book.rendering import pages
-from transformer_book.book.results import MEASURED, Result, Value, format_number
+from transformer_book.book.results import MEASURED, Result, result_kind
 
 LONG_SECONDS = 20.0  # a snippet that took longer in the build is read from the cache, not rerun
 
@@ -74,8 +74,7 @@ def _blockquote(lines: list[str]) -> list[str]:
             body.append(lines[i][indent + 4:] if lines[i].strip() else "")
             i += 1
         while body and not body[-1].strip():
-            trailing = body.pop()
-            del trailing
+            body.pop()
         inner = _blockquote(body)
         quoted = [m["indent"] + "> " + f"**{title}**" if title else m["indent"] + ">", m["indent"] + ">"]
         quoted += [m["indent"] + ("> " + b if b.strip() else ">") for b in inner]
@@ -91,10 +90,10 @@ def _plain_links(text: str) -> str:
 
 def _value_text(ref: pages.Ref, view: SnippetView | None) -> str:
     result = (view.results or {}).get(ref.key) if view is not None else None
-    if not isinstance(result, Value):
-        return f"⟨{ref.snippet}:{ref.key}⟩"
-    text = format_number(result.value, ref.fmt if ref.fmt is not None else result.fmt)
-    return text + ("（实测）" if result.kind == MEASURED else "")
+    if result is None or result.type_name != ref.kind:  # a verdict has no words in the sentence, shown or not
+        return "" if getattr(result_kind(ref.kind), "decided", False) else f"⟨{ref.snippet}:{ref.key}⟩"
+    text = result.text(ref.fmt)
+    return text + ("（实测）" if text and MEASURED in result.kinds else "")
 
 
 def _name(sid: str, part: str) -> str:
@@ -208,9 +207,7 @@ def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict
             return "" if ref.kind in ("source", "claim") else f"⟨{ref.snippet}:{ref.key}⟩"
         refs.append(ref)
         n = len(refs) - 1
-        if ref.kind == "claim":  # its ✓ (or ✗) comes with the numbers shown after the paragraph
-            return f"\x01{n}\x02"
-        if ref.kind == "value":
+        if not ref.own_line:  # words in the sentence (a claim has none: its ✓ comes after the paragraph)
             return f"{_value_text(ref, snippets.get(ref.snippet))}\x01{n}\x02"
         return f"\x00{n}\x00"
 

@@ -90,8 +90,10 @@ class Ref:
 
     @property
     def own_line(self) -> bool:
-        """A table, figure, explorable, block, source or code directive: a line of its own."""
-        return self.kind not in ("value", "claim")
+        """A directive on a line of its own (a table, figure, source, code …), not one in a sentence: what its
+        result kind says (:attr:`.results.Result.placement`); ``source`` and ``code`` are not results."""
+        kind = result_kind(self.kind)
+        return kind is None or kind.placement != "inline"
 
 
 def resolve_id(snippet: str, page: str) -> str:

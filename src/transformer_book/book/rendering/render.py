@@ -13,7 +13,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from transformer_book.book.rendering import interactive, origin
 from transformer_book.book.rendering.pages import PageRefError, Ref
@@ -27,6 +27,14 @@ MEASURED_NOTE = origin.MEASURED_NOTE
 
 def figure_target(snippet: str, key: str) -> str:
     return f"{GENERATED}/{snippet}/{key}.svg"
+
+
+def site_files(results: dict[str, dict[str, Result]]) -> Iterator[tuple[str, str]]:
+    """Every file the results put beside the pages (:meth:`.results.Result.site_files`): (site path, content)."""
+    for sid, by_key in results.items():
+        for key, result in by_key.items():
+            for suffix, content in result.site_files().items():
+                yield f"{GENERATED}/{sid}/{key}.{suffix}", content
 
 
 def _attr(text: str) -> str:
@@ -56,7 +64,7 @@ class Renderer:
         if result.placement == "inline":
             return result.render(self, ref, "", "")
         caption = ref.caption if ref.caption is not None else getattr(result, "caption", "")
-        if not isinstance(result, Block) and origin.varies(result, ref.key, self.record_of(ref.snippet)):
+        if result.banded and origin.varies(result, ref.key, self.record_of(ref.snippet)):
             caption = (caption + " " if caption else "") + f'<span class="book-varies">（{origin.VARIES_NOTE}。）</span>'
         return result.render(self, ref, caption, origin.badge(self.origin(ref, result)))
 
@@ -136,20 +144,21 @@ class Renderer:
         """A result that is being computed (``mkdocs serve``): the recorded one where the record can show it,
         marked as such; otherwise a placeholder. The page reloads by itself when the result lands."""
         from transformer_book.book.checking import records
-        from transformer_book.book.results import from_data
+        from transformer_book.book.results import result_kind
 
         try:
-            rec = (records.read(record_path) or {}).get("results", {}).get(ref.key)
+            rec = records.results(records.read(record_path)).get(ref.key)
         except ValueError:
             rec = None
+        kind = result_kind(rec.get("type", "")) if rec is not None and rec.get("type") == ref.kind else None
+        shown = kind.from_record(rec) if kind is not None else None
         note = "来自记录，正在重新计算"
-        if rec is not None and rec.get("type") == "value" and ref.kind == "value":
-            shown = self.value(ref, from_data({**rec, "tolerance": None}))
-            return f'<span class="book-pending" title="{note}">{shown}<sup class="book-pending-mark">⟳</sup></span>'
-        if rec is not None and rec.get("type") == "table" and ref.kind == "table" and rec.get("formats"):
-            caption = ref.caption or ""
-            return (f'!!! info "{note}"\n\n    这张表来自上一次的记录；`{ref.snippet}` 正在重新计算，算完后页面会自动刷新。\n\n'
-                    + self.table(from_data({**rec, "tolerance": None}), caption))
+        if shown is not None and shown.placement == "inline":
+            text = shown.render(self, ref, "", "")
+            return f'<span class="book-pending" title="{note}">{text}<sup class="book-pending-mark">⟳</sup></span>'
+        if shown is not None and ref.own_line:
+            return (f'!!! info "{note}"\n\n    这里的{shown.word or shown.type_name}来自上一次的记录；`{ref.snippet}` '
+                    "正在重新计算，算完后页面会自动刷新。\n\n" + shown.render(self, ref, ref.caption or "", ""))
         if not ref.own_line:
             return f'<span class="book-pending" title="正在计算">⟨{ref.snippet}:{ref.key} 正在计算…⟩</span>'
         return (f'!!! info "正在计算"\n\n    `{ref.snippet}:{ref.key}` 还没有算完（构建在后台运行它），'

@@ -64,6 +64,18 @@ class BackgroundBuild:
                 changed[sid] = SnippetState(st.snippet, "error", error=failure, key=st.key)
         return state.with_snippets(changed) if changed else state
 
+    def serve_now(self, session: BookSession, options: Options, log_info: Callable[[str], None]) -> BuildState:
+        """The state a serve build renders at once: what the cache and the records hold, the rest pending (and
+        computed by this background build, which is started or asked to go round again)."""
+        self.options = options
+        state = self.merge(session.build(options, execute_missing=False))
+        waiting = [sid for sid, st in state.snippets.items() if st.status == "pending"]
+        if waiting:
+            log_info(f"{len(waiting)} snippet(s) not computed yet: their pages show placeholders until the "
+                     "background build fills them in")
+            self.ensure_running()
+        return state
+
     def ensure_running(self) -> None:
         """Start the background build, or ask the running one to go round once more (a source changed)."""
         with self._lock:

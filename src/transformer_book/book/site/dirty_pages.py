@@ -16,7 +16,7 @@ if they are not there, nothing is restored and the rebuild is as MkDocs leaves i
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 
 class ShownResults:
@@ -53,6 +53,11 @@ class ShownResults:
         notebook page itself)."""
         pages = {where.rsplit(":", 1)[0] for (sid, _), wheres in usage.items() if sid in changed for where in wheres}
         pages |= {f"{sid}.ipynb" for sid in changed if build.snippets[sid].snippet.is_notebook}
+        ShownResults.mark_modified(files, pages)
+
+    @staticmethod
+    def mark_modified(files: Any, pages: Iterable[str]) -> None:
+        """Make MkDocs re-render these pages (by source path) in a dirty rebuild."""
         for page in pages:
             f = files.get_file_from_path(page)
             if f is not None:

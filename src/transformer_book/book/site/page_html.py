@@ -50,7 +50,7 @@ import html
 import json
 import posixpath
 import re
-from typing import Callable
+from typing import Any, Callable
 
 from transformer_book.book import html_edit
 from transformer_book.book.site.fix_palette import HEAD_META
@@ -160,6 +160,20 @@ def _copyable(code: html_edit.Element) -> bool:
             return False
         ancestor = ancestor.parent
     return True
+
+
+def svg_of(files: Any) -> Callable[[str], str | None]:
+    """A generated figure's SVG by its path in the site (what :func:`fix` sizes its ``<img>`` by), from the
+    build's MkDocs ``Files``."""
+    def read(path: str) -> str | None:
+        f = files.get_file_from_path(path) if files is not None else None
+        if f is None:
+            return None
+        try:
+            return f.content_string
+        except (OSError, UnicodeDecodeError):
+            return None
+    return read
 
 
 def fix(page_html: str, page_url: str, svg_of: Callable[[str], str | None], webfont: bool) -> str:

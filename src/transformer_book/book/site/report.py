@@ -1,18 +1,61 @@
-"""Human-readable reports: drift and false claims, snippet errors, record problems, and the timing table."""
+"""Human-readable reports: drift and false claims, snippet errors, record problems, and the timing table —
+and what a build does with them once its snippets have run (:func:`after_snippets`)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable
 
+from transformer_book.book.checking import drift_page
 from transformer_book.book.checking.drift import Change
-from transformer_book.book.state import BuildState
+from transformer_book.book.state import BuildState, Options
 
 ACCEPT = "python -m transformer_book accept"
 RUN = "python -m transformer_book run"
 CALIBRATE = "python -m transformer_book calibrate"
 
 Usage = dict[tuple[str, str], list[str]]  # (snippet, result key) -> ["page.md:12", …]
+
+
+@dataclass
+class Verdict:
+    """What the build says once its snippets have run: ``stop`` (the build fails with it) or what it logs."""
+
+    stop: str = ""
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    infos: list[str] = field(default_factory=list)
+
+
+def after_snippets(state: BuildState, usage: Usage, options: Options, serving: bool, report_dir: Path,
+                   project_root: Path, docs_dir: Path, font: Path | None) -> Verdict:
+    """The build's policy on what its snippets did. A snippet that failed stops ``mkdocs build`` (``serve`` shows
+    the error on the page and goes on); drift, false claims and record problems stop a CI build and are warnings
+    otherwise (``--strict`` fails on them); the HTML drift report is written unless the build ran only some
+    snippets (``BOOK_ONLY``: it sees part of the drift, so the last report stays); claims no page cites warn."""
+    said = Verdict()
+    errors = error_report(state, usage)
+    if errors and not serving:
+        return Verdict(stop="A snippet failed; the build stops.\n" + errors)
+    if errors:
+        said.errors.append(errors)
+    said.infos += [f"new record written: snippets/{sid}.record.json (commit it with the snippet)" for sid in state.new_records]
+    drift_text = drift_report(state, usage)
+    if not options.select:
+        shown = drift_page.write(report_dir, state.drift, state.snippets, usage, project_root, docs_dir, font)
+        if shown is not None:  # printed last: the page to open before deciding anything
+            drift_text += f"\nDrift report (figures, tables and claims, recorded vs now): {shown}"
+    texts = [t for t in (records_report(state, options.ci), drift_text) if t]
+    if texts and options.ci:
+        said.stop = "\n".join(texts)
+        return said
+    said.warnings += texts
+    uncited = uncited_claims(state, usage)
+    if uncited and not options.select:
+        said.warnings.append(uncited)
+    return said
 
 
 def _pages(usage: Usage, snippet: str, key: str | None = None) -> list[str]:
@@ -103,19 +146,28 @@ def records_report(state: BuildState, ci: bool) -> str:
 
 def uncited_claims(state: BuildState, usage: Usage) -> str:
     """Claims that no page states: a claim belongs beside its sentence (a check nobody reads is a test)."""
-    from transformer_book.book.results import Claim
-
     missing = [
         f"{sid}:{key}"
         for sid, st in state.snippets.items()
         if not st.snippet.is_notebook
         for key, r in st.results.items()
-        if isinstance(r, Claim) and (sid, key) not in usage
+        if r.decided and (sid, key) not in usage
     ]
     if not missing:
         return ""
     return ("Claims that no page cites (put {{ claim snippet:key }} after the sentence that makes each one, "
             "or move the check into tests/): " + ", ".join(missing))
+
+
+def log_timing(rows: list[dict[str, Any]], report_dir: Path, log: Any) -> None:
+    """The snippet timing table, written to ``report_dir/timing.txt`` and logged, with the snippets over budget."""
+    from transformer_book.book.files import atomic_write_text
+
+    table = timing_table(rows)
+    atomic_write_text(report_dir / "timing.txt", table + "\n")
+    log.info("snippet timing (also in %s):\n%s", (report_dir / "timing.txt").as_posix(), table)
+    for line in over_budget(rows):
+        log.info("over budget: " + line)
 
 
 def timing_table(rows: Iterable[dict[str, Any]]) -> str:
