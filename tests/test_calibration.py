@@ -221,7 +221,7 @@ def test_a_claim_planted_inside_the_noise_fails_the_strict_build_naming_page_lin
     final = _record_of(trained_project)["results"]["loss"]["value"]
     _knobs(trained_project, THRESHOLD=final * (1 + 2e-7))  # holds here, by less than a few ulps
     assert build(trained_project).returncode == 0
-    _calibrate(trained_project)
+    _calibrate(trained_project, jitter=3)  # three nudged runs already move the loss by more than the margin
     assert _record_of(trained_project)["calibration"]["claims"]["tight"]["robust"] is False
     done = build(trained_project)  # --strict: a warning fails it
     assert done.returncode != 0
