@@ -483,12 +483,35 @@ def site_job(module: str) -> Any:
     return future.result() if future is not None else None
 
 
+_SITE_LOCK = threading.Lock()
+
+
 def _start_site_jobs(book: "WholeBook") -> None:
-    for module, job in _SITE_JOBS.items():
-        if module in _SELECTED and module not in _SITE_FUTURES:
-            if not _SITE_POOL:
-                _SITE_POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="site-job"))
-            _SITE_FUTURES[module] = _SITE_POOL[0].submit(job, book)
+    with _SITE_LOCK:  # from the test that first needs the site, or earlier from the watcher below
+        for module, job in _SITE_JOBS.items():
+            if module in _SELECTED and module not in _SITE_FUTURES:
+                if not _SITE_POOL:
+                    _SITE_POOL.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="site-job"))
+                _SITE_FUTURES[module] = _SITE_POOL[0].submit(job, book)
+
+
+def _start_site_jobs_while_it_prints(book: "WholeBook") -> None:
+    """The site's pages and notebooks are complete before the build prints its PDF (about 20 s of one core at its
+    end, ``site/finish.py`` says when it starts): the site jobs begin then, on the core the printing leaves free.
+    A build that prints nothing (no Chromium) starts them when a test first needs the site, as before."""
+    from transformer_book.book.site.finish import PRINTING
+
+    def watch() -> None:
+        while book._proc is not None and book._proc.poll() is None:
+            try:
+                if PRINTING in (book.folder / "stderr.txt").read_text(encoding="utf-8", errors="replace"):
+                    _start_site_jobs(book)
+                    return
+            except OSError:
+                pass
+            time.sleep(1.0)
+
+    threading.Thread(target=watch, name="site-jobs-watch", daemon=True).start()
 
 
 @pytest.hookimpl(trylast=True)  # after -k / -m have deselected: the order of what will run
@@ -504,6 +527,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     book = WholeBook(Path(tempfile.mkdtemp(prefix="book-whole-")))
     book.start()
     _WHOLE_BOOK.append(book)
+    _start_site_jobs_while_it_prints(book)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

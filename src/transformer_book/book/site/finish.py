@@ -29,7 +29,11 @@ def finish(site_dir: Path, config: Any, setup: Any, font: Any, background: Any, 
         print_pdf(site_dir, config, nav, log)
 
 
+PRINTING = "print edition: the pages are written; printing them into one PDF"  # tests/conftest.py waits for it
+
+
 def print_pdf(site_dir: Path, config: Any, nav: Any, log: Any) -> None:
+    log.info(PRINTING)
     started = time.perf_counter()
     try:
         pdf = print_edition.build(site_dir, print_edition.entries(nav), config.site_name, config.site_description or "")
