@@ -703,11 +703,16 @@ def test_every_heatmap_reads_out_three_cells_as_recorded(chromium, site_url: str
                         values = values[part]
                     rows = list(range(len(values)))[::-1] if grid.get("origin") == "lower" else list(range(len(values)))
                     n_r, n_c = len(values), len(values[0])
-                    for (r, c) in {(0, 0), (n_r // 2, n_c // 2), (n_r - 1, n_c - 1)}:
+                    for (r, c) in sorted({(0, 0), (n_r // 2, n_c // 2), (n_r - 1, n_c - 1)}):  # the last cell last
                         cell = box.locator(f'td.book-hm-cell[data-r="{r}"][data-c="{c}"]')
                         cell.scroll_into_view_if_needed()
                         cell.tap() if phone else cell.hover()
                         text = box.locator(".book-hm-readout").inner_text()
+                        at = box.locator("td.book-hm-active")
+                        if (at.get_attribute("data-r"), at.get_attribute("data-c")) != (str(r), str(c)):
+                            problems.append(f"{path} {snippet}:{key} grid {g}: pointed at cell ({r}, {c}), cell "
+                                            f"({at.get_attribute('data-r')}, {at.get_attribute('data-c')}) is the one "
+                                            "read out (the cells moved under the pointer)")
                         row, col = grid["rows"][rows[r]], grid["cols"][c]
                         shown = text.rsplit("：", 1)[-1]
                         series = f"{key}.{grid['plotted']}"  # a heatmap's values are one calibrated series
@@ -715,6 +720,11 @@ def test_every_heatmap_reads_out_three_cells_as_recorded(chromium, site_url: str
                                 and _agrees(shown, values[rows[r]][c], fig["cell_format"], fig["kind"], record, series)):
                             problems.append(f"{path} {snippet}:{key} grid {g} cell ({r}, {c}): shows {text!r}, recorded "
                                             f"{row!r}, {col!r}, {format_number(values[rows[r]][c], fig['cell_format'])}")
+                    if n_r > 1:  # the step buttons beside the read-out: from the last cell, one row up
+                        box.get_by_role("button", name="上一行").click()
+                        text = box.locator(".book-hm-readout").inner_text()
+                        if f"「{grid['rows'][rows[n_r - 2]]}」" not in text or f"「{grid['cols'][n_c - 1]}」" not in text:
+                            problems.append(f"{path} {snippet}:{key} grid {g}: the step button 上一行 reads {text!r}")
                     box.locator('td.book-hm-cell[data-r="0"][data-c="0"]').focus()
                     page.keyboard.press("ArrowRight")
                     if n_c > 1 and page.evaluate("document.activeElement.dataset.c") != "1":
@@ -726,6 +736,31 @@ def test_every_heatmap_reads_out_three_cells_as_recorded(chromium, site_url: str
         _report(problems, "heatmap cells that do not read out their record")
     finally:
         context.close()
+
+
+def test_every_control_of_the_interactive_figures_is_big_enough_to_tap_on_a_phone(chromium, site_url: str) -> None:
+    """At 375 px, every option, slider, picker and step button of the heatmaps and explorables is at least 44 px
+    tall (the step buttons 44 px wide as well): a finger hits the one it means (WCAG 2.5.5)."""
+    context = chromium.new_context(viewport=PHONE, has_touch=True, is_mobile=True, locale="zh-CN")
+    page = context.new_page()
+    small, seen = [], 0
+    try:
+        for path in sorted(set(HEATMAP_PAGES) | set(EXPLORABLES)):
+            page.goto(site_url + path, wait_until="load")
+            page.wait_for_selector(".book-hm td.book-hm-cell, .book-ex-controls")
+            for what, selector, wide in (("option", ".book-ex-option", False),
+                                         ("slider", '.book-ex-slider input[type="range"]', False),
+                                         ("picker", ".book-hm-pick select", False), ("step", ".book-hm-step", True)):
+                found = page.locator(selector)
+                for i in range(found.count()):
+                    box = found.nth(i).bounding_box()
+                    seen += 1
+                    if box is None or box["height"] < 44 - 0.5 or (wide and box["width"] < 44 - 0.5):
+                        small.append(f"{path}: {what} {i} is {box and round(box['width'])}×{box and round(box['height'])} px")
+    finally:
+        context.close()
+    assert seen >= 20, f"only {seen} controls found"
+    _report(small, "controls smaller than 44 px to tap")
 
 
 def test_without_javascript_every_heatmap_is_its_static_figure(chromium, site_url: str) -> None:

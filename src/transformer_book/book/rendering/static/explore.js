@@ -140,7 +140,21 @@
     gap(bar);
     bar.appendChild(el("span", "book-hm-high", g.high));
 
-    panel.appendChild(readout);
+    // 手机上格子只有十几像素宽：读数旁边四个按钮（各 44 像素见方），把选中的格子往上下左右挪一格，读数随之更新。
+    var steps = el("div", "book-hm-steps");
+    steps.setAttribute("role", "group");
+    steps.setAttribute("aria-label", "挪到相邻的格子");
+    [["↑", "上一行", -1, 0], ["↓", "下一行", 1, 0], ["←", "左一列", 0, -1], ["→", "右一列", 0, 1]].forEach(function (s) {
+      var button = el("button", "book-hm-step", s[0]);
+      button.type = "button";
+      button.setAttribute("aria-label", s[1]);
+      button.addEventListener("click", function () { step(s[2], s[3]); });
+      steps.appendChild(button);
+    });
+    var head = el("div", "book-hm-head");
+    head.appendChild(readout);
+    head.appendChild(steps);
+    panel.appendChild(head);
     gap(panel, "\n");
     panel.appendChild(scroller);
     gap(panel, "\n");
@@ -164,6 +178,33 @@
       var s = g.shades[r][c];
       marker.hidden = s < 0;
       if (s >= 0) marker.style.left = (100 * s / (g.colors.length - 1)) + "%";
+    }
+    // 读数所占的高度按最长的那句读数定下（面板宽度变了再量）：读数变长变短时格子不再上下移动，
+    // 手指点下去时，落在的还是刚才看到的那一格。
+    function reserve() {
+      if (!readout.isConnected) return;
+      var longest = readout.textContent, shown = longest;
+      for (var r = 0; r < rows; r++) {
+        for (var c = 0; c < cols; c++) {
+          var text = describe(g, r, c);
+          if (across(text) > across(longest)) longest = text;
+        }
+      }
+      readout.style.minHeight = "";
+      readout.textContent = longest;
+      var height = readout.getBoundingClientRect().height;
+      readout.textContent = shown;
+      if (height) readout.style.minHeight = Math.ceil(height) + "px";
+    }
+    panel.bookReserve = reserve;
+    requestAnimationFrame(reserve);
+    function step(dr, dc) {
+      var td = active || cells[0][0];
+      var r = active ? Math.max(0, Math.min(rows - 1, +td.dataset.r + dr)) : 0;
+      var c = active ? Math.max(0, Math.min(cols - 1, +td.dataset.c + dc)) : 0;
+      cells.forEach(function (line) { line.forEach(function (x) { x.tabIndex = -1; }); });
+      cells[r][c].tabIndex = 0;
+      activate(cells[r][c]);
     }
     function move(td, dr, dc, to) {
       var r = +td.dataset.r, c = +td.dataset.c;
@@ -237,6 +278,13 @@
     }
     box.appendChild(panel);
     buildGrid(panel, data.grids[0], data.grids[0].title);
+    var width = 0;
+    window.addEventListener("resize", function () {  // 面板变宽变窄，最长的读数占的行数也变
+      if (panel.clientWidth !== width && panel.bookReserve) {
+        width = panel.clientWidth;
+        panel.bookReserve();
+      }
+    });
     var caption = figure.querySelector("figcaption");
     figure.insertBefore(box, caption);
     // 只有一幅热图：格子代替静态图；几幅：静态图留作总览，下面一次放大读一幅。
