@@ -763,6 +763,44 @@ def test_every_control_of_the_interactive_figures_is_big_enough_to_tap_on_a_phon
     _report(small, "controls smaller than 44 px to tap")
 
 
+def test_every_code_excerpt_is_read_without_scrolling_sideways_on_a_phone(chromium, site_url: str,
+                                                                          built_site: Path) -> None:
+    """The package's code shown on a page (``{{ code … }}``): at 375 px its long lines wrap inside the box (it was
+    up to 1024 px wide in a 326 px box) and the copy button sits above the first line, not on it; at 1280 px the
+    lines keep the file's line numbers."""
+    pages = sorted(p.parent.relative_to(built_site).as_posix() + "/" for p in built_site.rglob("index.html")
+                   if "book-code-anchor" in p.read_text(encoding="utf-8"))
+    assert len(pages) >= 3, pages
+    measure = """() => [...document.querySelectorAll('p > a.book-code-anchor')].map(a => {
+      const block = a.parentElement.nextElementSibling, code = block.querySelector('td.code pre > code');
+      const first = code.querySelector(':scope > span'), copy = block.querySelector('.md-code__button');
+      const f = first.getBoundingClientRect(), c = copy ? copy.getBoundingClientRect() : null;
+      const numbers = block.querySelector('.linenos');
+      return {id: a.id, wide: code.scrollWidth - code.clientWidth, copy: !!copy,
+              numbers: !!numbers && getComputedStyle(numbers).display !== 'none',
+              covered: !!c && c.bottom > f.top + 1 && c.top < f.bottom - 1 && c.left < f.right};
+    })"""
+    problems = []
+    for viewport, phone in ((PHONE, True), (DESKTOP, False)):
+        context = chromium.new_context(viewport=viewport, has_touch=phone, is_mobile=phone, locale="zh-CN")
+        page = context.new_page()
+        try:
+            for path in pages:
+                page.goto(site_url + path, wait_until="load")
+                for ex in page.evaluate(measure):
+                    if not ex["copy"]:
+                        problems.append(f"{path}#{ex['id']}: no copy button")
+                    if phone and ex["wide"] > 1:
+                        problems.append(f"{path}#{ex['id']}: {ex['wide']} px wider than its box at 375 px")
+                    if phone and ex["covered"]:
+                        problems.append(f"{path}#{ex['id']}: the copy button covers the first line at 375 px")
+                    if not phone and not ex["numbers"]:
+                        problems.append(f"{path}#{ex['id']}: no line numbers at 1280 px")
+        finally:
+            context.close()
+    _report(problems, "code excerpts hard to read")
+
+
 def test_without_javascript_every_heatmap_is_its_static_figure(chromium, site_url: str) -> None:
     context = chromium.new_context(viewport=DESKTOP, java_script_enabled=False)
     page = context.new_page()
