@@ -631,9 +631,10 @@ def _agrees(shown: str, recorded, fmt: str, kind: str, record: dict, series: str
     Trained numbers: the page shows this build's run, which the drift check held within the record's calibrated
     band — so within that band (plus half a unit of the shown precision); a series calibration could not band is
     checked through its claims, and here only as a number in the shown format."""
-    from transformer_book.book.checking.records import calibrated_tolerance
+    from transformer_book.book.checking.records import Record, calibrated_tolerance
     from transformer_book.book.results import format_number
 
+    record = Record.from_json(record)  # the site's copy of the record file
     if kind != "trained" or isinstance(recorded, str):
         if kind == "trained" and isinstance(recorded, str):
             tol, not_compared = calibrated_tolerance(record, series)

@@ -15,12 +15,13 @@ import pytest
 
 from transformer_book.book import Claim, Value, above, all_of, at_least, below, equal, greater, smallest
 from transformer_book.book.checking.calibrate import FACTOR, measure, write
+from transformer_book.book.checking.records import Provenance, Record
 
 from conftest import MKDOCS_YML, HELD_OUT, mkdocs_build as build, output, write as write_file
 
 
-def _record(results: dict) -> dict:
-    return {"format": 2, "snippet": "part/a", "provenance": {}, "results": {k: r.to_record() for k, r in results.items()}}
+def _record(results: dict) -> Record:
+    return Record("part/a", Provenance({}), {k: r.to_record() for k, r in results.items()})
 
 
 def _runs(values: dict[str, dict]) -> dict:
@@ -46,8 +47,8 @@ def test_a_run_that_jumps_far_beyond_the_others_makes_the_series_unbanded_and_ch
     cal = measure(rec, runs, "part/a")
     assert cal.series["acc"].check == "claims"
     assert cal.coverage() == (2, 3)
-    entry = write(rec, cal, [], "test")["calibration"]["series"]["acc"]
-    assert entry["check"] == "claims" and "aten-default" in entry["why"]
+    entry = write(rec, cal, [], "test").calibration.series["acc"]
+    assert entry.check == "claims" and "aten-default" in entry.why
 
 
 def test_seed_replicates_are_checked_through_their_claims_and_a_look_alike_keeps_its_band() -> None:
@@ -80,8 +81,8 @@ def test_a_claim_margin_inside_its_spread_is_not_robust_and_one_with_room_is() -
     assert not cal.claims["tight"].robust  # margin 1e-4 against a spread of 8e-5
     assert cal.claims["roomy"].robust and cal.claims["which"].robust
     assert cal.claims["tight"].ratio == pytest.approx(1e-4 / 8e-5, rel=1e-3)
-    block = write(rec, cal, [], "test")["calibration"]["claims"]["tight"]
-    assert block["robust"] is False and block["atoms"]["·"]["held"] == "3/3"
+    block = write(rec, cal, [], "test").calibration.claims["tight"]
+    assert block.robust is False and block.atoms["·"].held == "3/3"
 
 
 def test_all_of_needs_every_part_robust_and_a_discrete_part_must_hold_in_every_run() -> None:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -742,6 +743,31 @@ NOTEBOOK_PAGE = """# 第二页
 """
 
 
+def test_a_page_notebook_places_each_directive_where_it_stands_inside_admonitions_and_lists(tmp_path: Path) -> None:
+    """The notebook is written from the page's parsed directives: a number stated inside a tip, a table inside it,
+    and a table indented under a list item each get their cells there (the list's table once stayed behind as a
+    control character in the Markdown cell)."""
+    from transformer_book.book.rendering import page_notebook
+    from transformer_book.book.results import Table, Value
+
+    code = tmp_path / "a.py"
+    code.write_text("def compute():\n    return {}\n", encoding="utf-8")
+    view = page_notebook.SnippetView("part/a", code, results={"x": Value(1.5, ".2f"), "t": Table(["列"], [[1]])})
+    page = ('# 页\n\n!!! tip "看表"\n\n    数是 {{ a:x }}，见表。\n\n    {{ table a:t "表 1　提示里的表" }}\n\n'
+            '- 列表里的一项：\n\n    {{ table a:t "表 2　列表里的表" }}\n\n没有结果的一段。\n')
+    nb = page_notebook.build("part/p.md", "页", page, 0, {"part/a": view}, lambda path: path.read_text(encoding="utf-8"))
+    cells = [c["source"] for c in nb["cells"]]
+    assert not any(ch in "".join(cells) for ch in "\x00\x01\x02\x03")
+    assert cells[0] == "# 页"
+    stated = next(i for i, c in enumerate(cells) if c.startswith("> **看表**") and "\n> 数是 1.50，见表。" in c)
+    assert cells[stated + 1] == 'show(results["a"], "x", snippet="part/a")', "the number's cell follows its paragraph"
+    assert cells[stated + 2:stated + 4] == ["**表 1　提示里的表**", 'show(results["a"], "t", snippet="part/a")']
+    listed = cells.index("- 列表里的一项：")
+    assert cells[listed + 1:listed + 3] == ["**表 2　列表里的表**", 'show(results["a"], "t", snippet="part/a")']
+    assert cells[-1] == "没有结果的一段。"
+    assert sum("def compute():" in c for c in cells) == 1, "the snippet's code comes once, before its first result"
+
+
 def test_a_page_with_results_gets_a_runnable_notebook_that_reproduces_its_numbers(project: Path) -> None:
     import nbformat
     from nbclient import NotebookClient
@@ -778,7 +804,7 @@ def test_a_page_with_results_gets_a_runnable_notebook_that_reproduces_its_number
     assert sorted({s["key"] for s in shown}) == ["f", "t", "x"]
     record = records.load(project / "snippets" / "part" / "c.record.json")
     for s in shown:
-        sub = {**record, "results": {s["key"]: record["results"][s["key"]]}}
+        sub = replace(record, results={s["key"]: record.results[s["key"]]})
         assert compare("part/c", sub, {s["key"]: from_data(json.loads(s["result"]))}) == [], s["key"]
     svg = [o for c in nb.cells for o in c.get("outputs", []) if "image/svg+xml" in o.get("data", {})]
     assert len(svg) == 1, "the figure is shown once (as SVG), not a second time by the inline backend"

@@ -374,7 +374,7 @@ def test_a_record_edited_into_the_wrong_shape_fails_naming_its_file_and_key(tmp_
 
     path = tmp_path / "x.record.json"
     records.save(path, records.build_record("part/x", {"n": Value(3, "d"), "t": Table(["a"], [[1.0]])}))
-    assert records.load(path)["results"]["n"]["value"] == 3
+    assert records.load(path).results["n"]["value"] == 3
     data = json.loads(path.read_text(encoding="utf-8"))
     data["results"]["n"]["value"] = [1, 2]
     data["results"]["t"]["tolerance"] = {"rel": "wide"}

@@ -13,6 +13,7 @@ import pytest
 from transformer_book.book import Claim, Value, every_seed, less
 from transformer_book.book.checking import wording
 from transformer_book.book.checking.calibrate import measure, too_wide, write
+from transformer_book.book.checking.records import Provenance, Record
 
 from conftest import HELD_OUT, MKDOCS_YML, mkdocs_build as build, output, write as write_file
 
@@ -77,8 +78,8 @@ def test_a_seed_that_flips_a_claim_fails_the_build_naming_the_claim_the_seed_and
 
 # ------------------------------------------------------------------------------------------------ bands
 
-def _record(results: dict) -> dict:
-    return {"format": 2, "snippet": "part/a", "provenance": {}, "results": {k: r.to_record() for k, r in results.items()}}
+def _record(results: dict) -> Record:
+    return Record("part/a", Provenance({}), {k: r.to_record() for k, r in results.items()})
 
 
 def _runs(values: dict[str, dict]) -> dict:
@@ -93,8 +94,8 @@ def test_calibration_refuses_a_band_as_wide_as_what_it_guards() -> None:
                   for i, d in enumerate([0.3, -0.25, 0.28, 0.2])})
     cal = measure(rec, runs, "part/a")
     assert cal.series["w"].check == "claims" and cal.series["loss"].check == "band"
-    entry = write(rec, cal, [], "test")["calibration"]["series"]["w"]
-    assert entry["check"] == "claims" and "核对不出任何改动" in entry["why"]
+    entry = write(rec, cal, [], "test").calibration.series["w"]
+    assert entry.check == "claims" and "核对不出任何改动" in entry.why
     assert too_wide(3.0, 2.5, -2.5) and not too_wide(0.4, 1.0, 0.0) and too_wide(0.6, 1.0, 0.0)
 
 
@@ -110,8 +111,8 @@ def test_one_seed_and_a_discrete_result_that_no_run_moved_are_checked_through_th
     cal = measure(rec, runs, "part/a")
     assert cal.series["ppl_seed2"].check == "claims" and cal.series["acc"].check == "claims"
     assert cal.series["ppl_mean"].check == "band" and cal.series["loss"].check == "band"
-    series = write(rec, cal, [], "test")["calibration"]["series"]
-    assert "一个种子" in series["ppl_seed2"]["why"] and "离散" in series["acc"]["why"]
+    series = write(rec, cal, [], "test").calibration.series
+    assert "一个种子" in series["ppl_seed2"].why and "离散" in series["acc"].why
 
 
 def test_no_committed_band_is_as_wide_as_what_it_guards() -> None:

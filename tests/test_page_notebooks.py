@@ -15,6 +15,7 @@ import json
 import os
 import re
 import time
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -147,14 +148,14 @@ def test_every_page_notebook_runs_and_shows_the_recorded_results(built_site: Pat
             problems.append(f"{page}: the notebook showed no result")
         for s in shown:
             record = records.load(ROOT / "snippets" / f"{s['snippet']}.record.json")
-            rec = (record or {}).get("results", {}).get(s["key"])
+            rec = records.results(record).get(s["key"])
             if rec is None:
                 problems.append(f"{page}: {s['snippet']}:{s['key']} has no record")
                 continue
             # A reader's kernel is not the arithmetic that recorded the result (torch's default thread count, not the
             # build's one thread): trained numbers are held to their calibrated bands, as on another machine.
-            provenance = {k: v for k, v in record.get("provenance", {}).items() if k != "arithmetic"}
-            changes = compare(s["snippet"], {**record, "provenance": provenance, "results": {s["key"]: rec}},
+            provenance = records.Provenance({k: v for k, v in record.provenance.fields.items() if k != "arithmetic"})
+            changes = compare(s["snippet"], replace(record, provenance=provenance, results={s["key"]: rec}),
                               {s["key"]: from_data(json.loads(s["result"]))})
             compared += 1
             problems += [f"{page}: {s['snippet']}: {c.describe()}" for c in changes]

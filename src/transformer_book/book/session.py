@@ -370,14 +370,14 @@ class BookSession:
             diffs[sid] = drift.compare(sid, old, st.results)
             new = records.build_record(sid, st.results, st.seconds, old)
             if sid in keys:
-                unknown = keys[sid] - set(new["results"]) - set(records.results(old))
+                unknown = keys[sid] - set(new.results) - set(records.results(old))
                 if unknown:
                     raise ValueError(f"{sid} has no result {', '.join(sorted(unknown))}; it has "
-                                     + ", ".join(new["results"]))
+                                     + ", ".join(new.results))
                 new = records.accept_keys(old, new, keys[sid])
                 diffs[sid] = [ch for ch in diffs[sid] if ch.result in keys[sid]]
             # also when only what is recorded *about* a result changed (a claim's comparison, a format)
-            if old is None or diffs[sid] or new["results"] != records.results(old):
+            if old is None or diffs[sid] or new.results != records.results(old):
                 records.save(st.snippet.record_path, new)
         if only is None:
             for path in state.orphan_records:

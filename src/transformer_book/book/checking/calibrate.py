@@ -301,7 +301,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def measure(record: dict[str, Any], runs: dict[str, dict[str, Any]], sid: str) -> SnippetCalibration:
+def measure(record: records.Record, runs: dict[str, dict[str, Any]], sid: str) -> SnippetCalibration:
     """Compare each perturbed run's results of ``sid`` with its record."""
     cal = SnippetCalibration(sid, runs=list(runs))
     recorded = records.results(record)
@@ -369,15 +369,13 @@ def measure(record: dict[str, Any], runs: dict[str, dict[str, Any]], sid: str) -
     return cal
 
 
-def write(record: dict[str, Any], cal: SnippetCalibration, used: list[Perturbation], command: str) -> dict[str, Any]:
+def write(record: records.Record, cal: SnippetCalibration, used: list[Perturbation], command: str) -> records.Record:
     """The record with this calibration in it."""
-    rec = dict(record)
     if not cal.series and not cal.claims:
-        rec.pop("calibration", None)
-        return rec
+        return record.with_calibration(None)
     covered, total = cal.coverage()
-    rec["calibration"] = {
-        "provenance": {
+    return record.with_calibration(records.Calibration(
+        provenance={
             "date": _dt.date.today().isoformat(),
             "machine": machine(),
             "runs": len(used),
@@ -386,35 +384,32 @@ def write(record: dict[str, Any], cal: SnippetCalibration, used: list[Perturbati
             "factor": FACTOR,
             "command": command,
         },
-        "held_out": {"banded_series": sum(1 for s in cal.series.values() if s.check == "band"),
-                     "unbanded_series": sum(1 for s in cal.series.values() if s.check != "band"),
-                     "covered": covered, "trials": total},
-        "series": {name: _series_entry(s) for name, s in sorted(cal.series.items())},
-        "claims": {key: _claim_entry(c, len(used)) for key, c in cal.claims.items()},
-    }
-    return rec
+        held_out={"banded_series": sum(1 for s in cal.series.values() if s.check == "band"),
+                  "unbanded_series": sum(1 for s in cal.series.values() if s.check != "band"),
+                  "covered": covered, "trials": total},
+        series={name: _series_entry(s) for name, s in sorted(cal.series.items())},
+        claims={key: _claim_entry(c, len(used)) for key, c in cal.claims.items()},
+    ))
 
 
-def _series_entry(s: SeriesSpread) -> dict[str, Any]:
-    out: dict[str, Any] = {"spread": s.spread, "abs": s.band(), "check": s.check}
+def _series_entry(s: SeriesSpread) -> records.SeriesCalibration:
+    why = None
     uncovered = s.uncovered()
     if s.wide and not s.varies:
-        out["why"] = wide_reason(s.band(), s.scale, s.low)
+        why = wide_reason(s.band(), s.scale, s.low)
     elif s.not_reproducible and not s.varies and not uncovered:
-        out["why"] = s.not_reproducible
+        why = s.not_reproducible
     elif uncovered and not s.varies:
         worst = max(uncovered, key=lambda k: s.moves[k])
-        out["why"] = (f"留一法：不用 {worst} 拟合的带宽 {s.band(without=worst):.3g} 盖不住它的偏离 "
-                      f"{s.moves[worst]:.3g}——离散地跳变，只核对关于它的说法")
-    return out
+        why = (f"留一法：不用 {worst} 拟合的带宽 {s.band(without=worst):.3g} 盖不住它的偏离 "
+               f"{s.moves[worst]:.3g}——离散地跳变，只核对关于它的说法")
+    return records.SeriesCalibration(s.spread, s.band(), s.check, why)
 
 
-def _claim_entry(c: ClaimSpread, runs: int) -> dict[str, Any]:
-    atoms = {}
-    for path, a in c.atoms.items():
-        atoms[path or "·"] = {"margin": a.margin, "spread": a.spread, "worst": a.worst,
-                              "held": f"{sum(a.held.values())}/{len(a.held)}"}
-    return {"robust": c.robust, "atoms": atoms}
+def _claim_entry(c: ClaimSpread, runs: int) -> records.ClaimCalibration:
+    atoms = {path or "·": records.AtomCalibration(a.margin, a.spread, a.worst, f"{sum(a.held.values())}/{len(a.held)}")
+             for path, a in c.atoms.items()}
+    return records.ClaimCalibration(c.robust, atoms)
 
 
 def calibrate(project_root: Path, found: dict[str, Snippet], only: list[str] | None, workers: int = 0,
@@ -478,5 +473,5 @@ def summary(cals: list[SnippetCalibration]) -> str:
                          "compare something robust")
         for name, s in c.series.items():
             if s.check == "claims":
-                lines.append(f"UNBANDED {c.snippet}: {name}: {_series_entry(s).get('why', '')}")
+                lines.append(f"UNBANDED {c.snippet}: {name}: {_series_entry(s).why or ''}")
     return "\n".join(lines)

@@ -75,25 +75,24 @@ def _same(old: Any, new: Any, tol: Tolerance) -> bool:
     return tol.allows(float(old), float(new))
 
 
-def _noise(record: dict[str, Any] | None, key: str, claim: Claim) -> str:
+def _noise(record: records.Record | None, key: str, claim: Claim) -> str:
     """Why calibration found this claim inside its noise ("" if it is robust or was never calibrated)."""
     cal = records.claim_calibration(record, key)
-    if cal is None or cal.get("robust", True) or claim.uncertain:
+    if cal is None or cal.robust or claim.uncertain:
         return ""
-    atoms = cal.get("atoms", {})
+    if not cal.atoms:
+        return "calibration found its margin inside the noise"
 
-    def weakness(a: dict[str, Any]) -> tuple[int, float]:
-        held, _, runs = str(a.get("held", "")).partition("/")
-        flipped = int(held != runs)
-        m, spread = a.get("margin"), float(a.get("spread") or 0.0)
-        return (-flipped, float("inf") if m is None or spread == 0 else float(m) / spread)
+    def weakness(a: records.AtomCalibration) -> tuple[int, float]:
+        spread = float(a.spread or 0.0)
+        return (-int(not a.always_held), float("inf") if a.margin is None or spread == 0 else float(a.margin) / spread)
 
-    worst = min(atoms.values(), key=weakness) if atoms else {}
-    return (f"margin {worst.get('margin')!r}, spread under calibration {float(worst.get('spread') or 0):.3g}, worst margin "
-            f"{worst.get('worst')!r}, held in {worst.get('held')} runs")
+    worst = min(cal.atoms.values(), key=weakness)
+    return (f"margin {worst.margin!r}, spread under calibration {float(worst.spread or 0):.3g}, worst margin "
+            f"{worst.worst!r}, held in {worst.held} runs")
 
 
-def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Result]) -> list[Change]:
+def compare(snippet: str, record: records.Record | None, results: dict[str, Result]) -> list[Change]:
     """Every difference between a record and fresh results (empty list: no drift)."""
     changes: list[Change] = []
     recorded = records.results(record)
@@ -147,11 +146,11 @@ def compare(snippet: str, record: dict[str, Any] | None, results: dict[str, Resu
     return changes
 
 
-def uncalibrated(record: dict[str, Any] | None, results: dict[str, Result]) -> list[str]:
+def uncalibrated(record: records.Record | None, results: dict[str, Result]) -> list[str]:
     """Trained series that the record holds no calibration for."""
     series = {n.series for key, r in results.items() for n in r.numbers(key) if n.kind == TRAINED}
     cal = records.calibration(record)
-    missing = sorted(s for s in series if s not in cal.get("series", {}))
-    if series and "claims" in cal:  # a calibrated snippet: its claims' margins are calibrated too
-        missing += sorted(f"claim {k}" for k, r in results.items() if r.decided and k not in cal["claims"])
+    missing = sorted(s for s in series if cal is None or s not in cal.series)
+    if series and cal is not None and cal.claims is not None:  # a calibrated snippet: its claims' margins too
+        missing += sorted(f"claim {k}" for k, r in results.items() if r.decided and k not in cal.claims)
     return missing

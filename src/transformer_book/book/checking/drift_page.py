@@ -113,7 +113,7 @@ class _Page:
 
     # -- one result, by type
     def figure(self, key: str, old: dict[str, Any] | None, new: Figure | None, changes: list[Change],
-               record: dict[str, Any] | None) -> dict[str, Any]:
+               record: records.Record | None) -> dict[str, Any]:
         changed = {ch.path for ch in changes}
         old_plotted = (old or {}).get("plotted", {})
         new_plotted = new.plotted if new is not None else {}
@@ -135,7 +135,7 @@ class _Page:
                 "now": markup(new.svg) if new is not None and new.svg else ""}
 
     def table(self, key: str, old: dict[str, Any] | None, new: Table | None, changes: list[Change],
-              record: dict[str, Any] | None) -> dict[str, Any]:
+              record: records.Record | None) -> dict[str, Any]:
         by_path = {ch.path: ch for ch in changes}
         columns = list(new.columns if new is not None else (old or {}).get("columns", []))
         formats = list(new.formats if new is not None else (old or {}).get("formats", [""] * len(columns)))
@@ -159,7 +159,7 @@ class _Page:
         return {"changed": sum(1 for ch in changes if ch.kind == "drift"), "columns": [str(c) for c in columns],
                 "rows": rows}
 
-    def values(self, changes: list[Change], record: dict[str, Any] | None) -> list[dict[str, str]]:
+    def values(self, changes: list[Change], record: records.Record | None) -> list[dict[str, str]]:
         rows = []
         for ch in changes:
             if ch.kind == "kind":
@@ -169,7 +169,7 @@ class _Page:
             spread = ""
             if ch.value_kind == TRAINED:
                 entry = records.series_calibration(record, series_of(ch.path))
-                spread = _num(entry.get("spread")) if entry else "未校准"
+                spread = _num(entry.spread) if entry else "未校准"
             tol = ch.tolerance.describe() if ch.tolerance else ("" if ch.kind != "drift" else "精确")
             what = {"added": "新出现（记录里没有）", "removed": "不再产生"}.get(ch.kind, tol)
             rows.append({"path": ch.path, "old": _num(ch.old), "new": _num(ch.new),
@@ -177,11 +177,11 @@ class _Page:
         return rows
 
     def value(self, key: str, old: dict[str, Any] | None, new: Result | None, changes: list[Change],
-              record: dict[str, Any] | None) -> list[dict[str, str]]:
+              record: records.Record | None) -> list[dict[str, str]]:
         return self.values(changes, record)
 
     def claim(self, key: str, old: dict[str, Any] | None, new: Claim | None, changes: list[Change],
-              record: dict[str, Any] | None) -> dict[str, Any]:
+              record: records.Record | None) -> dict[str, Any]:
         statement = new.statement if new is not None else (old or {}).get("statement", "")
         verdicts = []
         for ch in changes:
@@ -195,13 +195,13 @@ class _Page:
             out["now"] = new.describe_inputs()
             if recorded:
                 out["recorded"] = _num(recorded.get("margin")) + ("（成立）" if recorded.get("holds") else "（不成立）")
-            atoms = ((records.claim_calibration(record, key) or {}).get("atoms") or {})
-            if atoms:
+            cal = records.claim_calibration(record, key)
+            if cal is not None and cal.atoms:
                 for path, atom in new.check.atoms():
-                    a = atoms.get(path or "·", {})
+                    a = cal.atoms.get(path or "·")
                     out["atoms"].append({"path": path or "·", "describe": atom.describe(), "margin": _num(atom.margin),
-                                         "calibrated": _num(a.get("margin")), "spread": _num(a.get("spread")),
-                                         "worst": _num(a.get("worst")), "held": str(a.get("held", ""))})
+                                         "calibrated": _num(a.margin if a else None), "spread": _num(a.spread if a else None),
+                                         "worst": _num(a.worst if a else None), "held": a.held if a else ""})
         return out
 
 

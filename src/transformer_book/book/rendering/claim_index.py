@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from transformer_book.book.checking import records
 from transformer_book.book.rendering.pages import PageRefError, Ref, find_refs
@@ -24,7 +24,7 @@ class CitedClaim:
     where: list[str]  # page:line of every citation
     sentence: str  # the sentence before the first citation
     claim: Claim | None  # None: the record has no such claim (build first)
-    calibration: dict[str, Any] | None
+    calibration: records.ClaimCalibration | None
 
     @property
     def verdict(self) -> str:
@@ -34,7 +34,7 @@ class CitedClaim:
             return "不成立"
         if self.calibration is None:
             return "未校准（输入是确定的数）" if self.claim.check.margin is not None or self.claim.check.combined else "离散事实"
-        if self.calibration.get("robust"):
+        if self.calibration.robust:
             return "稳健"
         return "在噪声之内" + ("（句中已说明）" if self.claim.uncertain else "")
 
@@ -56,12 +56,12 @@ class CitedClaim:
         if self.calibration is None:
             return ""
         parts = []
-        for path, a in (self.calibration.get("atoms") or {}).items():
-            spread = float(a.get("spread") or 0.0)
-            m = a.get("margin")
+        for path, a in self.calibration.atoms.items():
+            spread = float(a.spread or 0.0)
+            m = a.margin
             ratio = "∞" if m is None or spread == 0 else f"{float(m) / spread:.3g}"
             parts.append(f"{path}: 余量 {m if m is None else format(float(m), '.4g')}，浮动 {spread:.3g}，"
-                         f"余量÷浮动 {ratio}，成立 {a.get('held')}")
+                         f"余量÷浮动 {ratio}，成立 {a.held}")
         return "；".join(parts)
 
 
@@ -122,7 +122,7 @@ def index(docs_dir: Path, record_paths: dict[str, Path]) -> list[CitedClaim]:
     """Every claim cited by a page, and every recorded claim no page cites (with an empty ``where``)."""
     found: dict[tuple[str, str], CitedClaim] = {}
 
-    def record(sid: str) -> dict[str, Any] | None:  # records.read remembers each record file by its version
+    def record(sid: str) -> records.Record | None:  # records.read remembers each record file by its version
         path = record_paths.get(sid)
         return records.read(path) if path is not None else None
 

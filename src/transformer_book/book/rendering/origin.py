@@ -14,7 +14,6 @@ import html
 import json
 import posixpath
 from pathlib import Path
-from typing import Any
 
 from transformer_book.book.checking import records
 from transformer_book.book.results import EXACT, MEASURED, ROUNDING, TRAINED, Claim, Result
@@ -50,16 +49,16 @@ def record_target(snippet: str) -> str:
     return f"{RECORDS}/{snippet}.record.json"
 
 
-def recorded(record: dict[str, Any] | None) -> str:
+def recorded(record: records.Record | None) -> str:
     """"2026-12-01；torch 2.13.0+cpu，numpy 2.4.6，Python 3.11.7" — when and with what the record was made."""
     prov = records.made_with(record)
     if not prov:
         return "还没有记录（新片段：第一次构建会写下它的记录）"
-    parts = [f"{name} {prov[k]}" for name, k in (("torch", "torch"), ("numpy", "numpy"), ("Python", "python")) if prov.get(k)]
-    return f"{prov.get('date', '?')}；" + "，".join(parts) + (f"；{prov['machine']}" if prov.get("machine") else "")
+    parts = [f"{name} {prov.get(k)}" for name, k in (("torch", "torch"), ("numpy", "numpy"), ("Python", "python")) if prov.get(k)]
+    return f"{prov.date or '?'}；" + "，".join(parts) + (f"；{prov.get('machine')}" if prov.get("machine") else "")
 
 
-def _tolerance(result: Result, key: str, record: dict[str, Any] | None) -> str:
+def _tolerance(result: Result, key: str, record: records.Record | None) -> str:
     kinds = result.kinds
     texts = []
     if EXACT in kinds:
@@ -93,7 +92,7 @@ def _tolerance(result: Result, key: str, record: dict[str, Any] | None) -> str:
 VARIES_NOTE = "其中训练所得的一部分数随机器而变：书里显示的是一次运行的结果，构建不按数值核对这部分数，只核对正文据此说出的结论"
 
 
-def varies(result: Result, key: str, record: dict[str, Any] | None) -> bool:
+def varies(result: Result, key: str, record: records.Record | None) -> bool:
     """Whether some trained number of the result is not compared as a number (calibration could not band it,
     or refused a band as wide as what it guards): then its caption says so, like its origin badge."""
     series = {n.series for n in result.numbers(key) if n.kind == TRAINED}  # a heatmap has thousands of numbers
@@ -108,7 +107,7 @@ def _kind(result: Result) -> str:
     return "；".join(KIND_TEXT[k] for k in kinds)
 
 
-def describe(snippet: str, key: str, result: Result, record: dict[str, Any] | None, page_url: str,
+def describe(snippet: str, key: str, result: Result, record: records.Record | None, page_url: str,
              measured_on: str = "") -> dict[str, str]:
     """The origin of one result as shown in its popover (keys are stable: origin.js and the tests read them).
 
@@ -131,16 +130,16 @@ def describe(snippet: str, key: str, result: Result, record: dict[str, Any] | No
     return out
 
 
-def _claim_margin(key: str, claim: Claim, record: dict[str, Any] | None) -> str:
+def _claim_margin(key: str, claim: Claim, record: records.Record | None) -> str:
     """How far the claim is from flipping, against how far calibration saw its margin move."""
     cal = records.claim_calibration(record, key)
     if cal is None:
         return "比较的是确定的数，余量不随机器而变" if claim.check.margin is not None or claim.check.combined else "离散的事实，不随机器而变"
     runs = records.calibration_runs(record) or "?"
-    moved = max((float(a.get("spread") or 0.0) for a in cal.get("atoms", {}).values()), default=0.0)
-    worst = [a.get("worst") for a in cal.get("atoms", {}).values() if a.get("worst") is not None]
+    moved = max((float(a.spread or 0.0) for a in cal.atoms.values()), default=0.0)
+    worst = [a.worst for a in cal.atoms.values() if a.worst is not None]
     text = (f"{runs} 次扰动重算中，余量最多移动 {moved:.3g}" + (f"，最小余量 {min(worst):.3g}" if worst else "")
-            + ("；稳健：余量远大于它的浮动" if cal.get("robust") else "；余量在浮动之内"))
+            + ("；稳健：余量远大于它的浮动" if cal.robust else "；余量在浮动之内"))
     if claim.uncertain:
         text += f"（正文已说明：{claim.uncertain}）"
     return text

@@ -26,7 +26,7 @@ import ast
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +40,6 @@ TITLES = {"note": "注", "tip": "提示", "warning": "注意", "abstract": "摘�
           "failure": "失败", "info": "说明", "example": "例子"}
 AUTOREF = re.compile(r"\[([^\]]+)\]\[[\w.]+\]")
 PAGE_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\((?![a-z]+://)[^)]*\)")
-BLOCK_MARK = re.compile(r"^(?:> ?)*\x00(\d+)\x00\s*$")
-INLINE_MARK = re.compile(r"\x01(\d+)\x02")
-CODE_MARK = re.compile(r"^(?:> ?)*\x03(\d+)\x03\s*$")
 
 
 @dataclass
@@ -56,30 +53,50 @@ class SnippetView:
     results: dict[str, Result] | None = None  # None: not computed (numbers show as ⟨snippet:key⟩)
 
 
-def _blockquote(lines: list[str]) -> list[str]:
+@dataclass(frozen=True)
+class _Line:
+    """A line of the page as the notebook writes it: its text with the directives in a sentence replaced by their
+    words, the results those state (``stated``, shown in a cell after the paragraph), and what a directive on a
+    line of its own places there (``place``: a result's :class:`.pages.Ref`, or an excerpt's ``(cell type, text)``);
+    such a line's text is only its indentation."""
+
+    text: str
+    place: pages.Ref | tuple[str, str] | None = None
+    stated: tuple[pages.Ref, ...] = ()
+
+    @property
+    def blank(self) -> bool:
+        return self.place is None and not self.text.strip()
+
+    @property
+    def indent(self) -> int:
+        return len(self.text) - len(self.text.lstrip())
+
+
+def _blockquote(lines: list[_Line]) -> list[_Line]:
     """Admonitions (``!!! tip "标题"`` + indented body) as blockquotes with a bold title, which Jupyter renders."""
-    out: list[str] = []
+    out: list[_Line] = []
     i = 0
     while i < len(lines):
-        m = ADMONITION.match(lines[i])
+        m = ADMONITION.match(lines[i].text) if lines[i].place is None else None
         if not m:
             out.append(lines[i])
             i += 1
             continue
         indent = len(m["indent"].expandtabs(4))
         title = m["title"] if m["title"] is not None else TITLES.get(m["type"], m["type"])
-        body: list[str] = []
+        body: list[_Line] = []
         i += 1
-        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) >= indent + 4):
-            body.append(lines[i][indent + 4:] if lines[i].strip() else "")
+        while i < len(lines) and (lines[i].blank or lines[i].indent >= indent + 4):
+            body.append(_Line("") if lines[i].blank else replace(lines[i], text=lines[i].text[indent + 4:]))
             i += 1
-        while body and not body[-1].strip():
+        while body and body[-1].blank:
             body.pop()
         inner = _blockquote(body)
-        quoted = [m["indent"] + "> " + f"**{title}**" if title else m["indent"] + ">", m["indent"] + ">"]
-        quoted += [m["indent"] + ("> " + b if b.strip() else ">") for b in inner]
+        quoted = [_Line(m["indent"] + "> " + f"**{title}**" if title else m["indent"] + ">"), _Line(m["indent"] + ">")]
+        quoted += [_Line(m["indent"] + ">") if b.blank else replace(b, text=m["indent"] + "> " + b.text) for b in inner]
         out.extend(quoted)
-        out.append("")
+        out.append(_Line(""))
     return out
 
 
@@ -188,38 +205,58 @@ class _Writer:
         self.code(f'show(results[{self.key(sid)}], {args}, snippet="{sid}"{extra})')
 
 
+def _lines(markdown: str, page: str, line_offset: int, snippets: dict[str, SnippetView],
+           excerpt: Any) -> tuple[list[_Line], int]:
+    """The page's lines with its directives (:func:`.pages.find_refs`) resolved for the notebook, and how many
+    results it shows. A directive whose snippet the notebook does not have stays as ``⟨snippet:key⟩``; a
+    ``{{ source … }}`` becomes nothing (its code comes as a cell before the results); so does a
+    ``{{ code … }}`` when no ``excerpt`` is given."""
+    by_line: dict[int, list[pages.Ref]] = {}
+    for ref in pages.find_refs(markdown, page, line_offset):
+        by_line.setdefault(ref.index, []).append(ref)
+    out: list[_Line] = []
+    shown = 0
+    for i, text in enumerate(markdown.split("\n")):
+        refs = by_line.get(i, [])
+        own = next((r for r in refs if r.own_line), None)
+        if own is not None:  # a directive on a line of its own is the whole line
+            if own.kind == "code":
+                out.append(_Line(own.indent, excerpt(own)) if excerpt is not None else _Line(""))
+            elif own.kind == "source":
+                out.append(_Line(""))
+            elif own.snippet not in snippets:
+                out.append(_Line(f"{own.indent}⟨{own.snippet}:{own.key}⟩"))
+            else:
+                shown += 1
+                out.append(_Line(own.indent, own))
+            continue
+        stated: list[pages.Ref] = []
+        for ref in reversed(refs):  # right to left: earlier spans keep their columns
+            if ref.snippet not in snippets:
+                words = "" if ref.kind == "claim" else f"⟨{ref.snippet}:{ref.key}⟩"
+            else:
+                words = _value_text(ref, snippets.get(ref.snippet))
+                stated.insert(0, ref)
+            text = text[:ref.start] + words + text[ref.end:]
+        shown += len(stated)
+        out.append(_Line(text, stated=tuple(stated)))
+    return out, shown
+
+
 def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict[str, SnippetView],
           shown_source: Any, excerpt: Any = None) -> dict[str, Any] | None:
     """The notebook of a page (nbformat 4.5 as a dict), or None if the page shows no results.
     ``excerpt(ref)`` gives the cell of a ``{{ code … }}`` excerpt as ``(cell type, text)`` (none: such a line is
     left out)."""
     part = page.split("/", 1)[0]
-    refs: list[pages.Ref] = []
-    excerpts: list[tuple[str, str]] = []
-
-    def mark(ref: pages.Ref) -> str:
-        if ref.kind == "code":
-            if excerpt is None:
-                return ""
-            excerpts.append(excerpt(ref))
-            return f"\x03{len(excerpts) - 1}\x03"
-        if ref.kind == "source" or ref.snippet not in snippets:
-            return "" if ref.kind in ("source", "claim") else f"⟨{ref.snippet}:{ref.key}⟩"
-        refs.append(ref)
-        n = len(refs) - 1
-        if not ref.own_line:  # words in the sentence (a claim has none: its ✓ comes after the paragraph)
-            return f"{_value_text(ref, snippets.get(ref.snippet))}\x01{n}\x02"
-        return f"\x00{n}\x00"
-
-    text = pages.render(markdown, page, line_offset, mark)
-    if not refs:
+    lines, shown = _lines(markdown, page, line_offset, snippets, excerpt)
+    if not shown:
         return None
     w = _Writer(part, snippets, shown_source)
-    lines = text.split("\n")
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is not None and lines[first].startswith("# "):  # the page's title comes first
-        w.md(lines[first])
-        text = "\n".join(lines[first + 1:])
+    first = next((i for i, line in enumerate(lines) if not line.blank), None)
+    if first is not None and lines[first].text.startswith("# "):  # the page's title comes first
+        w.md(lines[first].text)
+        lines = lines[first + 1:]
     w.md(f"> 这是「{title}」一页的可运行版本，由本书的构建生成：正文与网页相同；每个表、图和数字之前的代码格，"
          f"就是书在构建时运行的片段（`snippets/{part}/…`），原样照抄；正文摘出的包里的类和函数，也是可以改了再运行的代码格。"
          "在本书的项目目录里（按 README 装好环境）打开它，训练很久的片段直接取本书的结果缓存；在别处，只要装了 "
@@ -228,41 +265,39 @@ def build(page: str, title: str, markdown: str, line_offset: int, snippets: dict
            "from transformer_book.book.cli.in_jupyter import built, computed, require, run, setup, show\n\n"
            f'setup("{part}")\nresults = {{}}')
 
-    buffer: list[str] = []
+    buffer: list[_Line] = []
 
     def flush() -> None:
-        chunk = "\n".join(buffer)
+        stated = [ref for line in buffer for ref in line.stated]
+        chunk = "\n".join(line.text for line in buffer)
         buffer.clear()
-        inline = [refs[int(n)] for n in INLINE_MARK.findall(chunk)]
         by_snippet: dict[str, list[pages.Ref]] = {}
-        for ref in inline:
+        for ref in stated:
             by_snippet.setdefault(ref.snippet, []).append(ref)
         for sid in by_snippet:  # computed before the text that states its numbers
             w.define(sid)
-        w.md(_plain_links(INLINE_MARK.sub("", chunk)))
+        w.md(_plain_links(chunk))
         for sid, rs in by_snippet.items():
             keys = list(dict.fromkeys(r.key for r in rs))
             fmts = {r.key: r.fmt for r in rs if r.fmt is not None}
             w.show(sid, keys, fmts)
 
-    for line in _blockquote(text.split("\n")):
-        if code := CODE_MARK.match(line):  # an excerpt of the package: a cell of its own
+    for line in _blockquote(lines):
+        if isinstance(line.place, tuple):  # an excerpt of the package: a cell of its own
             flush()
-            kind, cell = excerpts[int(code.group(1))]
+            kind, cell = line.place
             (w.code if kind == "code" else w.md)(cell)
-            continue
-        block = BLOCK_MARK.match(line)
-        if block:
+        elif line.place is not None:
             flush()
-            ref = refs[int(block.group(1))]
+            ref = line.place
             w.define(ref.snippet)  # its cells first, so that the caption stands right above what it names
             if ref.caption:
                 w.md(f"**{_plain_links(ref.caption)}**")
             w.show(ref.snippet, [ref.key], {})
-            continue
-        if re.match(r"^#{1,6} ", line) and buffer:
-            flush()
-        buffer.append(line)
+        else:
+            if re.match(r"^#{1,6} ", line.text) and buffer:
+                flush()
+            buffer.append(line)
     flush()
     return {"cells": w.cells, "nbformat": 4, "nbformat_minor": 5,
             "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},

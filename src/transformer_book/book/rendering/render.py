@@ -13,8 +13,9 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
+from transformer_book.book.checking import records
 from transformer_book.book.rendering import interactive, origin
 from transformer_book.book.rendering.pages import PageRefError, Ref
 from transformer_book.book.results import MEASURED, Block, Claim, Explorable, Figure, Result, Table, Value, format_number
@@ -47,7 +48,7 @@ class Renderer:
     # snippet → where and when its results were computed ("AMD EPYC，2 核，Linux-x86_64，2026-12-01"): the
     # machine that ran it (a cluster worker, or a cached run of another day), not the one rendering the page
     measured_on: Callable[[str], str]
-    record_of: Callable[[str], dict[str, Any] | None] = field(default=lambda sid: None)  # snippet → its record
+    record_of: Callable[[str], records.Record | None] = field(default=lambda sid: None)  # snippet → its record
     page_url: str = ""  # where the page being rendered is served (set per page by the plugin)
 
     def origin(self, ref: Ref, result: Result) -> dict[str, str]:
@@ -143,7 +144,6 @@ class Renderer:
     def pending(self, ref: Ref, record_path: Path) -> str:
         """A result that is being computed (``mkdocs serve``): the recorded one where the record can show it,
         marked as such; otherwise a placeholder. The page reloads by itself when the result lands."""
-        from transformer_book.book.checking import records
         from transformer_book.book.results import result_kind
 
         try:

@@ -48,7 +48,7 @@ class PageWriter:
         entry = self.state.entries.get(sid)
         return entry.measured_on if entry is not None and entry.measured_on else measured_here()
 
-    def record_of(self, sid: str) -> dict[str, Any] | None:
+    def record_of(self, sid: str) -> records.Record | None:
         """The committed record of a snippet, for the origin of what it shows (``records.read`` remembers each
         record file by its version: read once while it does not change)."""
         st = self.state.snippets.get(sid)
