@@ -96,6 +96,38 @@ def test_a_kind_registered_by_the_book_is_recorded_shown_printed_and_its_drift_r
     assert "进度条" in report and "part/g" in report
 
 
+REMARKS = '''
+"""这本小书自己的一条指令：{{ remark 一句话 }} 在页面上是一段旁注，在本页的 notebook 里是一个 Markdown 格。"""
+
+import re
+
+from transformer_book.book.rendering.pages import Directive, register_directive
+
+register_directive(Directive(
+    "remark", re.compile(r"^(?P<indent>[ \\t]*)\\{\\{\\s+remark\\s+(?P<text>[^}]+?)\\s*\\}\\}\\s*$"),
+    lambda m, page: ("", m["text"]),
+    site=lambda ref, writer: f'<p class="remark">旁注：{ref.key}</p>\\n',
+    notebook=lambda ref, excerpt: ("markdown", f"> 旁注：{ref.key}"),
+    names_snippet=False))
+'''
+
+
+def test_a_directive_registered_by_the_book_is_placed_on_the_page_and_in_its_notebook(book: Path) -> None:
+    """A directive that is not a result, added from outside the engine: one ``register_directive`` call in a module
+    the book names. The page shows what it renders to, the page's notebook gets its cell, in place."""
+    write(book / "mkdocs.yml", MKDOCS_YML.replace("      preload: []\n", "      preload: []\n      result_kinds: [gauges, remarks]\n"))
+    write(book / "remarks.py", REMARKS)
+    write(book / "docs" / "part" / "page.md", '# 页\n\n完成了多少：\n\n{{ gauge part/g:done "完成度" }}\n\n'
+                                              '{{ remark 进度条只画了一个数 }}\n\n最后一段。\n')
+    done = mkdocs_build(book, BOOK_FRESH="1")
+    assert done.returncode == 0, output(done)
+    html = (book / "site" / "part" / "page" / "index.html").read_text(encoding="utf-8")
+    assert '<p class="remark">旁注：进度条只画了一个数</p>' in html and "{{ remark" not in html
+    notebook = json.loads((book / "site" / "part" / "page" / "page.ipynb").read_text(encoding="utf-8"))
+    cells = ["".join(c["source"]) for c in notebook["cells"]]
+    assert cells.index("> 旁注：进度条只画了一个数") == cells.index("最后一段。") - 1, cells
+
+
 def test_a_result_the_snippet_cannot_give_is_refused_by_its_kind(book: Path) -> None:
     write(book / "snippets" / "part" / "g.py", "LEVEL = 1.5\n" + SNIPPET)
     done = mkdocs_build(book, BOOK_FRESH="1")

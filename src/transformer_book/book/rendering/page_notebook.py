@@ -208,9 +208,9 @@ class _Writer:
 def _lines(markdown: str, page: str, line_offset: int, snippets: dict[str, SnippetView],
            excerpt: Any) -> tuple[list[_Line], int]:
     """The page's lines with its directives (:func:`.pages.find_refs`) resolved for the notebook, and how many
-    results it shows. A directive whose snippet the notebook does not have stays as ``⟨snippet:key⟩``; a
-    ``{{ source … }}`` becomes nothing (its code comes as a cell before the results); so does a
-    ``{{ code … }}`` when no ``excerpt`` is given."""
+    results it shows. A result whose snippet the notebook does not have stays as ``⟨snippet:key⟩``; a directive
+    that is not a result places the cell it says (:attr:`.pages.Directive.notebook`: ``{{ source … }}`` nothing,
+    its code comes as a cell before the results; ``{{ code … }}`` the excerpt, when ``excerpt`` is given)."""
     by_line: dict[int, list[pages.Ref]] = {}
     for ref in pages.find_refs(markdown, page, line_offset):
         by_line.setdefault(ref.index, []).append(ref)
@@ -220,10 +220,9 @@ def _lines(markdown: str, page: str, line_offset: int, snippets: dict[str, Snipp
         refs = by_line.get(i, [])
         own = next((r for r in refs if r.own_line), None)
         if own is not None:  # a directive on a line of its own is the whole line
-            if own.kind == "code":
-                out.append(_Line(own.indent, excerpt(own)) if excerpt is not None else _Line(""))
-            elif own.kind == "source":
-                out.append(_Line(""))
+            if (directive := pages.DIRECTIVES.get(own.kind)) is not None:
+                cell = directive.notebook(own, excerpt)
+                out.append(_Line(own.indent, cell) if cell is not None else _Line(""))
             elif own.snippet not in snippets:
                 out.append(_Line(f"{own.indent}⟨{own.snippet}:{own.key}⟩"))
             else:

@@ -31,6 +31,13 @@ Five forms, all between ``{{ `` and `` }}`` (the space after ``{{`` is part of t
 
 A snippet id without a ``/`` is looked up in the folder of ``snippets/`` that has the page's folder name
 (``docs/lecture07/x.md`` → ``snippets/lecture07/``); ``lecture07/soft_lookup`` is always absolute.
+
+The directives that place a result are the result kinds' (:func:`.results.register`: a kind placed as a block
+gets a line of its own, one placed inline a reference in a sentence). The others — ``source`` and ``code`` — are
+:class:`Directive` objects in :data:`DIRECTIVES`: each says how its line is written, what it names, and what it
+becomes on the page and in the page's notebook, through the services the page writer offers (a snippet's code
+fold, an excerpt of the package). Adding one is one :func:`register_directive` call (and, if it needs a new
+service, that service in :mod:`.site.page_markdown`).
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from transformer_book.book.memo import Memo
 from transformer_book.book.results import result_kind, result_kinds
@@ -94,6 +101,36 @@ class Ref:
         result kind says (:attr:`.results.Result.placement`); ``source`` and ``code`` are not results."""
         kind = result_kind(self.kind)
         return kind is None or kind.placement != "inline"
+
+
+@dataclass(frozen=True)
+class Directive:
+    """A directive on a line of its own that places something other than a snippet's result.
+
+    ``line`` matches its whole line (with the line's indentation as ``indent``); ``names`` turns the match and
+    the page into the :class:`Ref`'s (snippet, key). ``site(ref, writer)`` is the Markdown it becomes on the page,
+    from the page writer's services (:class:`.site.page_markdown.PageWriter`: ``source_fold``, ``excerpt``);
+    ``notebook(ref, excerpt)`` is the cell it places in the page's notebook, ``(cell type, text)``, or None for
+    nothing (``excerpt`` is the notebook's excerpt maker, None when there is none). ``names_snippet``: whether
+    what it names is a snippet (then :func:`usage` lists where it is shown)."""
+
+    name: str
+    line: re.Pattern[str]
+    names: Callable[[re.Match[str], str], tuple[str, str]]
+    site: Callable[[Ref, Any], str]
+    notebook: Callable[[Ref, Any], tuple[str, str] | None]
+    names_snippet: bool = True
+
+
+DIRECTIVES: dict[str, Directive] = {}
+
+
+def register_directive(directive: Directive) -> None:
+    """Make ``directive`` part of the page syntax (its name must not be a result kind's)."""
+    if result_kind(directive.name) is not None:
+        raise ValueError(f"{directive.name!r} is a result kind's directive already")
+    DIRECTIVES[directive.name] = directive
+    _PARSED.forget()  # pages parsed before it was known are parsed again
 
 
 def resolve_id(snippet: str, page: str) -> str:
@@ -161,16 +198,16 @@ def block_kinds() -> list[str]:
 
 def _own_line(line: str, page: str, lineno: int, index: int) -> Ref | None:
     whole = {"index": index, "start": 0, "end": len(line)}
-    if m := SOURCE_RE.match(line):
-        return Ref(page, lineno, "source", resolve_id(m["snippet"], page), indent=m["indent"], **whole)
-    if m := CODE_RE.match(line):
-        return Ref(page, lineno, "code", m["module"], m["name"], indent=m["indent"], **whole)
+    for directive in DIRECTIVES.values():
+        if m := directive.line.match(line):
+            named, key = directive.names(m, page)
+            return Ref(page, lineno, directive.name, named, key, indent=m["indent"], **whole)
     m = BLOCK_RE.match(line)
     kind = result_kind(m["kind"]) if m else None
     if m and (kind is None or kind.placement != "inline"):  # a claim alone on a line is still inline
         if kind is None or kind.placement != "block":
             raise PageRefError(f"{page}:{lineno}", f"unknown directive {m['kind']!r}: a line of its own places one of "
-                                                   f"{', '.join(block_kinds())}, or is a source or code directive")
+                                                   f"{', '.join(block_kinds())}, or is one of {', '.join(DIRECTIVES)}")
         return Ref(page, lineno, m["kind"], resolve_id(m["snippet"], page), m["key"], None, m["caption"],
                    indent=m["indent"], **whole)
     return None
@@ -232,7 +269,8 @@ def usage(docs_dir: Path) -> dict[tuple[str, str], list[str]]:
         except PageRefError:
             continue
         for ref in refs:
-            if ref.kind != "code":  # an excerpt of the package shows no snippet's result
+            directive = DIRECTIVES.get(ref.kind)
+            if directive is None or directive.names_snippet:  # an excerpt of the package names no snippet
                 found.setdefault((ref.snippet, ref.key), []).append(ref.where)
     return found
 
@@ -249,3 +287,16 @@ def front_matter_lines(abs_src_path: str | None, markdown: str) -> int:
     probe = markdown[:200]
     idx = raw.find(probe) if probe else -1
     return raw.count("\n", 0, idx) if idx > 0 else 0
+
+
+# -- the two directives that are not results -------------------------------------------------------------------
+
+register_directive(Directive(
+    "source", SOURCE_RE, lambda m, page: (resolve_id(m["snippet"], page), ""),
+    site=lambda ref, writer: writer.source_fold(ref),
+    notebook=lambda ref, excerpt: None))  # the notebook has the snippet's code as a cell before its results
+register_directive(Directive(
+    "code", CODE_RE, lambda m, page: (m["module"], m["name"]),
+    site=lambda ref, writer: writer.excerpt(ref),
+    notebook=lambda ref, excerpt: excerpt(ref) if excerpt is not None else None,
+    names_snippet=False))

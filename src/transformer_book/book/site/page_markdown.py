@@ -38,6 +38,7 @@ class PageWriter:
     log_error: Callable[[str], None] = print
     notebooks: dict[str, Any] = field(default_factory=dict)  # page src_uri -> its notebook
     _views: dict[str, page_notebook.SnippetView] | None = None
+    _shown: set[str] = field(default_factory=set)  # the page being written: snippets whose code fold it placed
 
     def __post_init__(self) -> None:
         self.renderer = Renderer(self.project_root, self.measured_on, self.record_of)
@@ -65,7 +66,7 @@ class PageWriter:
             explicit = {ref.snippet for ref in pages.find_refs(markdown, page_path, offset) if ref.kind == "source"}
         except pages.PageRefError as exc:
             return self._fail(exc.where, exc.message, markdown_fallback=markdown)
-        shown: set[str] = set()
+        shown = self._shown = set()  # snippets whose code fold the page has placed so far
         inline: dict[str, None] = {}  # snippets whose values or claims the page shows, in page order
         self.excerpts.begin_page(page_path)
 
@@ -73,8 +74,8 @@ class PageWriter:
             if not ref.own_line:
                 inline.setdefault(ref.snippet)
             try:
-                if ref.kind == "code":
-                    return self.excerpts.render(ref)
+                if (directive := pages.DIRECTIVES.get(ref.kind)) is not None:
+                    return directive.site(ref, self)
                 return self._place(ref, explicit, shown)
             except pages.PageRefError as exc:
                 return self._fail(exc.where, exc.message, inline=not ref.own_line)
@@ -99,16 +100,37 @@ class PageWriter:
                            for sid, st in self.state.snippets.items() if not st.snippet.is_notebook}
         return self._views
 
-    def _place(self, ref: pages.Ref, explicit: set[str], shown: set[str]) -> str:
+    # -- what the directives that are not results ask for (:data:`.pages.DIRECTIVES`) --------------------------
+
+    def source_fold(self, ref: pages.Ref) -> str:
+        """``{{ source … }}``: the snippet's code, folded, here (and not again at the page's end)."""
+        st = self._snippet(ref)
+        if st is None:
+            return self.renderer.placeholder(ref)
+        self._shown.add(ref.snippet)
+        return self.renderer.source(st.snippet.path, self.helpers(ref.snippet), ref.snippet)
+
+    def excerpt(self, ref: pages.Ref) -> str:
+        """``{{ code … }}``: a function, class or method of the package as its file has it."""
+        return self.excerpts.render(ref)
+
+    # -- results -------------------------------------------------------------------------------------------------
+
+    def _snippet(self, ref: pages.Ref) -> Any:
+        """The snippet a directive names (None: a partial build that does not judge this page); an unknown one
+        fails with page:line."""
         st = self.state.snippets.get(ref.snippet)
         if st is None and self.options.select and not any(fnmatch(ref.snippet, p) for p in self.options.select):
-            return self.renderer.placeholder(ref)  # a partial build (BOOK_ONLY) does not judge other authors' pages
+            return None  # a partial build (BOOK_ONLY) does not judge other authors' pages
         if st is None:
             known = ", ".join(sorted(self.known())) or "(none)"
             raise pages.PageRefError(ref.where, f"unknown snippet {ref.snippet!r} (snippets: {known})")
-        if ref.kind == "source":
-            shown.add(ref.snippet)
-            return self.renderer.source(st.snippet.path, self.helpers(ref.snippet), ref.snippet)
+        return st
+
+    def _place(self, ref: pages.Ref, explicit: set[str], shown: set[str]) -> str:
+        st = self._snippet(ref)
+        if st is None:
+            return self.renderer.placeholder(ref)
         if st.status == "skipped":
             return self.renderer.placeholder(ref)
         if st.status == "pending":
