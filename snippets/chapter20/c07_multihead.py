@@ -20,7 +20,7 @@ SYMBOLS = {B: "B", T: "T", D: "d", H: "h", D // H: "d_h", 3 * D: "3d"}
 OPS = ["linear", "split", "view", "transpose", "matmul", "div", "masked_fill", "softmax", "reshape"]
 # 去掉重复之后，前向计算依次经过的运算，以及每一步在做什么
 STAGES = [
-    ("linear", "输入 $X$ 乘打包的 $[W^Q; W^K; W^V]$"),
+    ("linear", "输入 $X$ 乘打包的 $[W^Q, W^K, W^V]$"),
     ("split", "切成 $Q$、$K$、$V$ 三份"),
     ("view", "最后一维拆成 $h$ 个头（$Q$、$K$、$V$ 各做一次）"),
     ("transpose", "把头维度挪到序列维度前面"),

@@ -71,7 +71,7 @@ class Head(nn.Module):
 
 
 class MultiHead(nn.Module):
-    """h 个头并排，各看各的；输出拼起来，再由 W^O 混合。"""
+    """h 个头并排，每个头读入整个 x、各算各的注意力；输出拼起来，再由 W^O 混合。"""
 
     def __init__(self, d_model, n_heads):
         super().__init__()
