@@ -121,7 +121,7 @@ class AtomCalibration:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> "AtomCalibration":
-        return cls(data.get("margin"), data.get("spread") or 0.0, data.get("worst"), str(data.get("held", "")))
+        return cls(data.get("margin"), data.get("spread", 0.0), data.get("worst"), str(data.get("held", "")))
 
     def to_json(self) -> dict[str, Any]:
         return {"margin": self.margin, "spread": self.spread, "worst": self.worst, "held": self.held}

@@ -66,7 +66,7 @@ class PageWriter:
             explicit = {ref.snippet for ref in pages.find_refs(markdown, page_path, offset) if ref.kind == "source"}
         except pages.PageRefError as exc:
             return self._fail(exc.where, exc.message, markdown_fallback=markdown)
-        shown = self._shown = set()  # snippets whose code fold the page has placed so far
+        self._shown = set()
         inline: dict[str, None] = {}  # snippets whose values or claims the page shows, in page order
         self.excerpts.begin_page(page_path)
 
@@ -76,7 +76,7 @@ class PageWriter:
             try:
                 if (directive := pages.DIRECTIVES.get(ref.kind)) is not None:
                     return directive.site(ref, self)
-                return self._place(ref, explicit, shown)
+                return self._place(ref, explicit)
             except pages.PageRefError as exc:
                 return self._fail(exc.where, exc.message, inline=not ref.own_line)
 
@@ -87,7 +87,7 @@ class PageWriter:
                                      excerpt=self.excerpts.notebook_cell)
             if nb is not None:
                 self.notebooks[page_path] = nb
-        return out + self._inline_sources([sid for sid in inline if sid not in shown])
+        return out + self._inline_sources([sid for sid in inline if sid not in self._shown])
 
     def views(self) -> dict[str, page_notebook.SnippetView]:
         """What a page's notebook needs of each snippet, made once for the build (every page asks; reading each
@@ -127,7 +127,7 @@ class PageWriter:
             raise pages.PageRefError(ref.where, f"unknown snippet {ref.snippet!r} (snippets: {known})")
         return st
 
-    def _place(self, ref: pages.Ref, explicit: set[str], shown: set[str]) -> str:
+    def _place(self, ref: pages.Ref, explicit: set[str]) -> str:
         st = self._snippet(ref)
         if st is None:
             return self.renderer.placeholder(ref)
@@ -143,8 +143,8 @@ class PageWriter:
                 ref.where, f"snippet {ref.snippet!r} has no result {ref.key!r} (it has: {', '.join(st.results)})"
             )
         body = self.renderer.result(ref, result)
-        if result.folds_code and ref.snippet not in explicit and ref.snippet not in shown:
-            shown.add(ref.snippet)
+        if result.folds_code and ref.snippet not in explicit and ref.snippet not in self._shown:
+            self._shown.add(ref.snippet)
             body += "\n" + self.renderer.source(st.snippet.path, self.helpers(ref.snippet), ref.snippet)
         return body
 
