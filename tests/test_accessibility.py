@@ -1,7 +1,8 @@
-"""axe-core on the built site: six pages, desktop and phone width, light and dark (issue 32).
+"""axe-core on the built site: seven pages, desktop and phone width, light and dark (issue 32).
 
 The pages a reader meets most — the home page, §2 and §11 of lecture 7, c13 of chapter 20, the P08 notebook
-page and one page of the code reference — are opened in headless Chromium at 1280 and 375 px, once with the
+page, one page of the code reference, and the playground with its model loaded and a line typed (issue 40) —
+are opened in headless Chromium at 1280 and 375 px, once with the
 light palette and once with the dark one (the palette follows the system setting: the browser is asked for
 a light or a dark scheme, and the test checks that Material applied it). axe-core then checks each page as
 a reader sees it once it has settled (its web font loaded, its scrolling boxes marked, transitions off), and
@@ -39,6 +40,20 @@ PAGES = {
     "chapter20 c13": "chapter20/c13-attention-weights/",
     "P08 notebook": "chapter20/p08-practice/",
     "api/transformer": "api/transformer/",
+    "chapter20 playground": "chapter20/p08b-playground/",
+}
+# What a page does before axe looks at it, as a reader would: the playground loads its model and gets a line.
+PREPARE = {
+    "chapter20 playground": """async () => {
+      const ready = () => (document.querySelector('.book-pg-status') || {}).textContent?.includes('已载入');
+      for (let i = 0; i < 300 && !ready(); i++) await new Promise(r => setTimeout(r, 100));
+      const box = document.querySelector('#book-pg-text');
+      box.value = '床前明月光，';
+      box.dispatchEvent(new Event('input'));
+      await new Promise(r => setTimeout(r, 400));
+      document.querySelector('.book-pg-go').click();
+      return ready();
+    }""",
 }
 SIZES = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 375, "height": 740}}
 SCHEMES = {"light": "default", "dark": "slate"}  # the browser's preference → Material's palette
@@ -134,6 +149,8 @@ def test_no_serious_or_critical_accessibility_violation(axe_source: str, site: s
     page = context.new_page()
     try:
         page.goto(site + PAGES[label], wait_until="load")
+        if label in PREPARE:
+            assert page.evaluate(PREPARE[label]), f"{label}: the page did not get ready"
         requests.settle(page)
         applied = page.evaluate(SETTLE)
         assert applied == SCHEMES[scheme], f"asked for the {scheme} scheme, Material shows {applied!r}"

@@ -739,6 +739,83 @@ def test_every_heatmap_reads_out_three_cells_as_recorded(chromium, site_url: str
         context.close()
 
 
+PLAYGROUND = "chapter20/p08b-playground/"
+PLAYGROUND_WEIGHTS = "assets/generated/chapter20/scratch_playground/weights.bin"
+
+
+def test_the_playground_on_a_phone_with_the_network_blocked_shows_what_torch_computes_for_typed_chinese(
+        chromium, site_url: str, built_site: Path) -> None:
+    """Issue 40. At 375 px, with every request off the site refused, a reader types Chinese: the top prediction,
+    its probability and three attention cells of the first head (tapped) equal torch's for that text — torch
+    reading the model file the page fetched — to the digits shown; characters outside the vocabulary and text
+    longer than the context get their notes, an empty box its prompt; the controls are big enough to tap."""
+    from transformer_book.chapter20 import playground
+
+    model, tok = playground.load((built_site / PLAYGROUND_WEIGHTS).read_bytes())
+    context = chromium.new_context(viewport=PHONE, has_touch=True, is_mobile=True, locale="zh-CN")
+    off_site: list[str] = []
+
+    def only_the_site(route) -> None:
+        if route.request.url.startswith(site_url):
+            route.continue_()
+        else:
+            off_site.append(route.request.url)
+            route.abort()
+
+    context.route("**/*", only_the_site)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+    try:
+        page.goto(site_url + PLAYGROUND, wait_until="load")
+        page.wait_for_function("(document.querySelector('.book-pg-status') || {}).textContent.includes('已载入')",
+                               timeout=30_000)
+        assert "框里还没有字" in page.locator(".book-pg-notes").inner_text()
+
+        text = "床前明月光，疑是地上霜。"
+        box = page.locator("#book-pg-text")
+        box.tap()
+        page.keyboard.insert_text(text)
+        ids, _ = playground.encode(tok, text, model.pos_emb.num_embeddings)
+        page.wait_for_function(f"document.querySelectorAll('.book-hm-panel td.book-hm-cell').length === {len(ids) ** 2}")
+        reference = playground.torch_forward(model, ids)
+        best = playground.top(reference["logits"][-1], tok, 1)[0]
+        first = page.locator(".book-pg-next tbody tr").first
+        shown_char, shown_prob = first.locator(".book-pg-char").inner_text(), first.locator(".book-pg-prob").inner_text()
+        assert shown_char == playground.visible(best[0]), (shown_char, best)
+        assert abs(float(shown_prob.rstrip("%")) - 100 * best[1]) <= 0.05 + 1e-6, (shown_prob, best)
+
+        weights = reference["attention"][0]
+        for r, c in [(0, 0), (len(ids) // 2, 1), (len(ids) - 1, len(ids) - 1)]:
+            cell = page.locator(f'.book-playground td.book-hm-cell[data-r="{r}"][data-c="{c}"]')
+            cell.scroll_into_view_if_needed()
+            cell.tap()
+            readout = page.locator(".book-playground .book-hm-readout").inner_text()
+            shown = float(readout.rsplit("：", 1)[-1])
+            assert abs(shown - weights[r, c]) <= 0.005 + 1e-6, (r, c, readout, weights[r, c])
+
+        page.fill("#book-pg-text", "Hello，明月😀")
+        page.wait_for_function("document.querySelector('.book-pg-notes').textContent.includes('「H」')")
+        assert "「😀」" in page.locator(".book-pg-notes").inner_text()
+        long = "春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。床前明月光，疑是地上霜。"
+        page.fill("#book-pg-text", long)
+        cut = len(long) + 1 - model.pos_emb.num_embeddings
+        page.wait_for_function(f"document.querySelector('.book-pg-notes').textContent.includes('前面 {cut} 个没有送进去')")
+
+        page.locator(".book-pg-go").tap()
+        page.wait_for_function("document.querySelector('.book-pg-new') !== null")
+        small = page.evaluate("""() => [...document.querySelectorAll(
+            '.book-playground select, .book-playground input, .book-playground button, .book-playground textarea')]
+            .map(e => e.getBoundingClientRect()).filter(r => r.height < 43.5).length""")
+        assert small == 0, f"{small} controls of the playground are less than 44 px tall"
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"] + 1
+        assert not errors, errors
+        assert not [u for u in off_site if not u.startswith("data:")], off_site
+    finally:
+        context.close()
+
+
 def test_every_control_of_the_interactive_figures_is_big_enough_to_tap_on_a_phone(chromium, site_url: str) -> None:
     """At 375 px, every option, slider, picker and step button of the heatmaps and explorables is at least 44 px
     tall (the step buttons 44 px wide as well): a finger hits the one it means (WCAG 2.5.5)."""

@@ -237,3 +237,46 @@ def test_a_warm_build_gives_the_pages_and_records_of_the_fresh_build_byte_for_by
     page = warm["site/part/page/index.html"].decode()
     for shown in ("1.25", "表 1", "图 1", "一张小表", "图 2", "值不小于 1"):
         assert shown in page, shown
+
+
+FILE_SNIPPET = '''
+from transformer_book.book import SiteFile
+import knobs
+
+
+def compute():
+    return {"weights": SiteFile(bytes(range(256)) * 8 + knobs.TAIL, "bin", kind="exact")}
+'''
+
+
+def test_a_file_result_is_served_beside_the_pages_linked_where_placed_recorded_by_its_hash_and_its_change_reported(
+        tmp_path: Path) -> None:
+    """Issue 40: a snippet's file (a model's weights for a page's script) is a result kind of the engine's own — the
+    site serves its bytes, the page links it where ``{{ file … }}`` stands (relative to where the page is served,
+    with its size), the record keeps its sha256 and size, and a change of its bytes is drift naming it."""
+    import hashlib
+    import posixpath
+    import re
+
+    write(tmp_path / "mkdocs.yml", MKDOCS_YML)
+    write(tmp_path / "lib" / "knobs.py", "TAIL = b''\n")
+    write(tmp_path / "snippets" / "part" / "a.py", "import sys\nfrom pathlib import Path\n"
+          "sys.path.insert(0, str(Path(__file__).resolve().parents[2] / 'lib'))\n" + FILE_SNIPPET)
+    write(tmp_path / "docs" / "part" / "page.md", '# 页\n\n{{ file a:weights "下载这个文件" }}\n')
+    write(tmp_path / "docs" / "index.md", "# 首页\n")
+    done = mkdocs_build(tmp_path)
+    assert done.returncode == 0, output(done)
+    data = bytes(range(256)) * 8
+    served = tmp_path / "site" / "assets" / "generated" / "part" / "a" / "weights.bin"
+    assert served.read_bytes() == data
+    page = (tmp_path / "site" / "part" / "page" / "index.html").read_text(encoding="utf-8")
+    link = re.search(r'<a href="([^"]+)" download data-book-file="part/a:weights">下载这个文件</a>（2 KB）', page)
+    assert link, page
+    assert (tmp_path / "site" / posixpath.normpath(posixpath.join("part/page", link.group(1)))).read_bytes() == data
+    rec = json.loads((tmp_path / "snippets" / "part" / "a.record.json").read_text(encoding="utf-8"))["results"]["weights"]
+    assert rec == {"type": "file", "kind": "exact", "suffix": "bin", "sha256": hashlib.sha256(data).hexdigest(),
+                   "bytes": len(data)}
+
+    write(tmp_path / "lib" / "knobs.py", "TAIL = b'!'\n")
+    done = mkdocs_build(tmp_path, BOOK_CI="1")
+    assert done.returncode != 0 and "weights.sha256" in output(done) and "weights.bytes" in output(done), output(done)

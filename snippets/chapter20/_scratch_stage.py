@@ -11,8 +11,8 @@ from transformer_book.book import Artifact, Value
 from transformer_book.chapter20 import poems, scratch
 
 
-def stage_results(stage):
-    runs = scratch.train_seeds(stage)  # 每个种子一个结果：损失曲线、训练好的模型、写出的诗
+def stage_results(stage, runs=None):
+    runs = scratch.train_seeds(stage) if runs is None else runs  # 每个种子一个结果：损失曲线、训练好的模型、写出的诗
     finals = [r.val_loss[-1] for r in runs]  # 每个种子训练结束时的验证损失
     five = [poems.five_char_share(r.poems) for r in runs]  # 写完的句子里恰好五个字的比例
     form = [poems.form_share(r.poems) for r in runs]  # 整首合乎五言绝句或律诗格式的比例

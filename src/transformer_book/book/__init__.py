@@ -40,10 +40,10 @@ from transformer_book.book.execution.notebook import claim, record
 from transformer_book.book.compare import (above, all_of, any_of, at_least, at_most, below, between, decreasing, equal, greater,
                       every_seed, increasing, largest, less, non_decreasing, smallest, true)
 from transformer_book.book.results import (EXACT, MEASURED, ROUNDING, TRAINED, Artifact, Bars, Block, Claim, Control, Explorable,
-                                          Figure, Table, Text, Tolerance, Value)
+                                          Figure, SiteFile, Table, Text, Tolerance, Value)
 
-__all__ = ["EXACT", "MEASURED", "ROUNDING", "TRAINED", "Artifact", "Block", "Claim", "Figure", "Table", "Tolerance",
-           "Value", "artifact", "claim", "provided", "record",
+__all__ = ["EXACT", "MEASURED", "ROUNDING", "TRAINED", "Artifact", "Block", "Claim", "Figure", "SiteFile", "Table",
+           "Tolerance", "Value", "artifact", "claim", "provided", "record",
            # an explorable: controls over states the snippet computed (results.py)
            "Bars", "Control", "Explorable", "Text",
            # comparisons that decide a claim (compare.py)

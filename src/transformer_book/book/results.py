@@ -206,7 +206,7 @@ class Result:
         record keeps less than the page shows (a figure's record has no SVG)."""
         return None
 
-    def site_files(self) -> dict[str, str]:
+    def site_files(self) -> dict[str, str | bytes]:
         """Files the site serves beside the pages that show the result, by suffix (a figure: ``{"svg": …}``),
         written as ``generated/<snippet>/<key>.<suffix>``."""
         return {}
@@ -727,6 +727,77 @@ class Block(Result):
         return f"{len(self.text)} 个字符，记录的是它的 sha256"
 
 
+@dataclass
+class SiteFile(Result):
+    """A file the site serves beside the pages, for a page's own script to fetch (a trained model's weights),
+    placed with ``{{ file snippet:key "caption" }}`` as a link to download it (its size and hash beside it).
+    The engine writes it as ``assets/generated/<snippet>/<key>.<suffix>``; the cache keeps its bytes, the record
+    its sha256 and size. ``kind`` is the kind of what the bytes hold: ``trained`` for weights (their hash moves
+    with the arithmetic, like a sampled text: calibration finds it unbanded and the claims check it)."""
+
+    data: bytes
+    suffix: str = "bin"
+    caption: str = ""
+    kind: str = EXACT
+    type_name = "file"
+    word = "文件"
+    banded = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, (bytes, bytearray)):
+            raise TypeError(f"SiteFile: data must be bytes, not {type(self.data).__name__}")
+        self.data = bytes(self.data)
+        if not re.fullmatch(r"[a-z0-9]{1,8}", self.suffix):
+            raise ValueError(f"SiteFile: suffix must be 1–8 lowercase letters or digits, not {self.suffix!r}")
+        _check_kind(self.kind, DEFAULT_TOLERANCE, "SiteFile")
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.data).hexdigest()
+
+    def numbers(self, key: str) -> Iterator[Number]:
+        yield Number(f"{key}.sha256", self.sha256, self.kind, f"{key}.sha256")
+        yield Number(f"{key}.bytes", len(self.data), self.kind, f"{key}.bytes")
+
+    @classmethod
+    def numbers_of_record(cls, key: str, rec: dict[str, Any]) -> dict[str, Number]:
+        if "sha256" not in rec:  # a cache entry: the bytes themselves
+            return {n.path: n for n in cls.from_data(rec).numbers(key)}
+        kind = rec.get("kind", EXACT)
+        return {f"{key}.sha256": Number(f"{key}.sha256", rec["sha256"], kind, f"{key}.sha256"),
+                f"{key}.bytes": Number(f"{key}.bytes", rec["bytes"], kind, f"{key}.bytes")}
+
+    def to_data(self) -> dict[str, Any]:
+        import base64
+
+        return {"type": "file", "kind": self.kind, "suffix": self.suffix, "caption": self.caption,
+                "base64": base64.b64encode(self.data).decode("ascii")}
+
+    def to_record(self) -> dict[str, Any]:
+        return {"type": "file", "kind": self.kind, "suffix": self.suffix, "sha256": self.sha256, "bytes": len(self.data)}
+
+    @classmethod
+    def from_data(cls, d: dict[str, Any]) -> "SiteFile":
+        import base64
+
+        return cls(base64.b64decode(d["base64"]), d.get("suffix", "bin"), d.get("caption", ""), d.get("kind", EXACT))
+
+    def site_files(self) -> dict[str, bytes]:
+        return {self.suffix: self.data}
+
+    def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
+        return renderer.site_file(ref, self, caption, badge)
+
+    def terminal(self, key: str) -> str:
+        return f"\n{key}: file of {len(self.data):,} bytes (sha256 {self.sha256[:12]}…)"
+
+    def notebook(self, key: str, fmt: str | None, draw: Any) -> dict[str, Any]:
+        return {"text/plain": f"{key}：{len(self.data):,} 字节的文件（sha256 {self.sha256[:12]}…），网站上供下载"}
+
+    def summary(self) -> str:
+        return f"{len(self.data):,} 字节，记录的是它的 sha256"
+
+
 @dataclass(frozen=True)
 class Control:
     """One control of an :class:`Explorable`: a name and the values a reader can choose between.
@@ -1003,5 +1074,5 @@ def recorded_numbers(key: str, rec: dict[str, Any]) -> dict[str, Number]:
     return cls.numbers_of_record(key, rec)
 
 
-for _cls in (Value, Table, Figure, Claim, Block, Explorable, Artifact):
+for _cls in (Value, Table, Figure, Claim, Block, SiteFile, Explorable, Artifact):
     register(_cls)

@@ -23,13 +23,14 @@ d_h 每头宽度 = d / h，V 词表大小。
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from transformer_book.char_tokenizer import CharTokenizer
 from transformer_book.chapter20.p08 import eval_windows, mean_loss, random_batch
 from transformer_book.chapter20.poems import PoemData, prepare_poems, write_poems
 from transformer_book.training import OptimConfig, fit
@@ -321,6 +322,21 @@ def train_seeds(stage: str, seeds: tuple[int, ...] = SEEDS, config: ScratchConfi
         run.samples = write_poems(run.model, data.tokenizer, PROMPT, 2, context=config.context, seed=WRITE_SEED)
         runs.append(run)
     return runs
+
+
+def pack_model(model: nn.Module, config: ScratchConfig, tokenizer: CharTokenizer) -> dict[str, Any]:
+    """把训练好的某一阶段的模型连同设置和分词器打包成只含数据的字典（交给别的片段，见 :func:`unpack_model`）。"""
+    stage = next(name for name, cls in STAGES.items() if type(model) is cls)
+    state = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+    return {"stage": stage, "config": asdict(config), "tokenizer": tokenizer.state(), "state_dict": state}
+
+
+def unpack_model(packed: dict[str, Any]) -> tuple[nn.Module, ScratchConfig, CharTokenizer]:
+    """:func:`pack_model` 的逆：模型（``eval()`` 模式）、设置、分词器。"""
+    config, tokenizer = ScratchConfig(**packed["config"]), CharTokenizer.from_state(packed["tokenizer"])
+    model = STAGES[packed["stage"]](tokenizer.vocab_size, config.d_model, config.context, config.n_heads, config.dropout)
+    model.load_state_dict(packed["state_dict"])
+    return model.eval(), config, tokenizer
 
 
 def train_stage(stage: str, config: ScratchConfig = ScratchConfig(), data: PoemData | None = None) -> StageResult:

@@ -13,7 +13,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from transformer_book.book.checking import records
 from transformer_book.book.rendering import interactive, origin
@@ -30,7 +30,7 @@ def figure_target(snippet: str, key: str) -> str:
     return f"{GENERATED}/{snippet}/{key}.svg"
 
 
-def site_files(results: dict[str, dict[str, Result]]) -> Iterator[tuple[str, str]]:
+def site_files(results: dict[str, dict[str, Result]]) -> Iterator[tuple[str, str | bytes]]:
     """Every file the results put beside the pages (:meth:`.results.Result.site_files`): (site path, content)."""
     for sid, by_key in results.items():
         for key, result in by_key.items():
@@ -131,6 +131,18 @@ class Renderer:
         if caption or badge:
             body += f'\n<p class="book-caption" markdown="span">{caption} {badge}</p>\n'
         return body
+
+    def site_file(self, ref: Ref, result: Any, caption: str, badge: str = "") -> str:
+        """A file the site serves (:class:`.results.SiteFile`): a link to download it, with its size; a page's
+        script finds it by ``data-book-file="<snippet>:<key>"``."""
+        # raw HTML: MkDocs does not rewrite its links, so the path is relative to where the page is served
+        url = self.page_url
+        here = url if url.endswith("/") or not url else posixpath.dirname(url) + "/"
+        rel = posixpath.relpath(f"{GENERATED}/{ref.snippet}/{ref.key}.{result.suffix}", here.rstrip("/") or ".")
+        size = f"{len(result.data) / 1024:,.0f} KB" if len(result.data) >= 1024 else f"{len(result.data)} 字节"
+        label = caption or f"{ref.snippet}:{ref.key}"
+        return (f'<p class="book-file" markdown="span"><a href="{_attr(rel)}" download '
+                f'data-book-file="{_attr(ref.snippet + ":" + ref.key)}">{label}</a>（{size}）{badge}</p>\n')
 
     # -- what is not a result ----------------------------------------------------------------------------
 

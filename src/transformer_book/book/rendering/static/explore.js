@@ -342,6 +342,10 @@
     if (named && data.state_names[current()] !== named.textContent) update();
   }
 
+  // 页面自己的脚本（第 20 章“试一试”一页）用同一个热图显示它在浏览器里算出的注意力权重：
+  // bookHeatmap.build(容器, g, 标题)，g 与构建写进页面的数据同一种格式（rendering/interactive.py 的 grid_payload）。
+  window.bookHeatmap = {build: buildGrid};
+
   function init() {
     document.querySelectorAll("script.book-grid-data").forEach(function (s) {
       if (!s.dataset.done) { s.dataset.done = "1"; setupHeatmap(s); }
