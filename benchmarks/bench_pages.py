@@ -1,13 +1,15 @@
-"""Benchmark of what a reader on a phone meets: Lighthouse (mobile) on six pages, the site before and after.
+"""Benchmark of what a reader on a phone meets: Lighthouse (mobile) on seven pages, the site before and after.
 
     python benchmarks/bench_pages.py                                   # main's 73441e3 vs the working tree
     python benchmarks/bench_pages.py --before /tmp/site-a --after /tmp/site-b --runs 3
     python benchmarks/bench_pages.py --before-ref 73441e3 --after /tmp/site-b
     python benchmarks/bench_pages.py --only after --runs 1             # one site only
+    python benchmarks/bench_pages.py --only after --after /tmp/site --pages "chapter20 playground"
 
 Each site is served the way a static host serves it (a small Python server: gzip on for text, every file
 as it is on disk), and Lighthouse runs on the home page, §2 and §11 of lecture 7, c13 of chapter 20, the P08
-notebook page and one API page, with its default mobile settings (form factor, simulated slow 4G and 4×
+notebook page, one API page and the playground of chapter 20 (its model is fetched as the page loads: the
+playground is on the first screen), with its default mobile settings (form factor, simulated slow 4G and 4×
 slower CPU) in the system Chromium (``CHROME_PATH``, default /usr/bin/chromium). Runs alternate between the
 sites (before, after, before, …) so that both meet the same load on a shared machine; each metric is the
 median of ``--runs`` (3). Printed side by side, one block per page: performance score, first contentful
@@ -49,6 +51,7 @@ PAGES = {  # label → URL path in the site
     "chapter20 c13": "chapter20/c13-attention-weights/",
     "P08 notebook": "chapter20/p08-practice/",
     "api/transformer": "api/transformer/",
+    "chapter20 playground": "chapter20/p08b-playground/",  # its model (~0.8 MB gzipped) loads with the page
 }
 METRICS = [  # (label, how to read it from a report, how to print it)
     ("performance", lambda r: r["categories"]["performance"]["score"], "{:.2f}"),
@@ -173,6 +176,8 @@ def main() -> None:
     ap.add_argument("--after", type=Path, help="a built site (default: build the working tree)")
     ap.add_argument("--only", choices=["before", "after"], help="measure one site only")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--pages", nargs="+", choices=list(PAGES), metavar="LABEL",
+                    help=f"measure these pages only (labels: {', '.join(PAGES)})")
     ap.add_argument("--json", type=Path, help="also write every report's metrics here")
     args = ap.parse_args()
 
@@ -191,6 +196,8 @@ def main() -> None:
         servers = {name: serve(site) for name, site in sites.items()}
         runs: dict[tuple[str, str], list[dict[str, float]]] = {}
         for label, path in PAGES.items():
+            if args.pages and label not in args.pages:
+                continue
             for i in range(args.runs):
                 for name, (_, base) in servers.items():
                     report = lighthouse(cli, base + path)
@@ -215,6 +222,8 @@ def print_table(runs: dict[tuple[str, str], list[dict[str, float]]], names: list
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for label in PAGES:
+        if not any(key[0] == label for key in runs):
+            continue
         cells = [label]
         for m, _, fmt in METRICS:
             parts = []
