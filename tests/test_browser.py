@@ -801,7 +801,7 @@ def test_the_playground_on_a_phone_with_the_network_blocked_shows_what_torch_com
         long = "春眠不觉晓，处处闻啼鸟。夜来风雨声，花落知多少。床前明月光，疑是地上霜。"
         page.fill("#book-pg-text", long)
         cut = len(long) + 1 - model.pos_emb.num_embeddings
-        page.wait_for_function(f"document.querySelector('.book-pg-notes').textContent.includes('前面 {cut} 个没有送进去')")
+        page.wait_for_function(f"document.querySelector('.book-pg-notes').textContent.includes('前面 {cut} 个（开头的换行算在内）没有送进去')")
 
         page.locator(".book-pg-go").tap()
         page.wait_for_function("document.querySelector('.book-pg-new') !== null")

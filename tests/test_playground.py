@@ -58,7 +58,7 @@ def test_the_page_sampler_and_its_python_twin_write_the_same_characters() -> Non
     model, tok, config = _model(1)
     rounded = playground.rounded(model)
     settings = [{"temperature": 1.0, "top_k": 0, "top_p": 1.0}, {"temperature": 0.8, "top_k": 20, "top_p": 0.95},
-                {"temperature": 1.5, "top_k": 3, "top_p": 0.5}]
+                {"temperature": 1.5, "top_k": 3, "top_p": 0.5}, {"temperature": 1.0, "top_k": 5, "top_p": 0.3}]
     with playground.run_js(playground.SCRIPT, playground.export(model, config, tok)) as js:
         for seed in (0, 7):
             for s in settings:

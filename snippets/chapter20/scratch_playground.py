@@ -27,7 +27,7 @@ INPUTS = {  # 名字 → 读者可能打的字
     "夹着词表外的字": "Hello，明月😀",
 }
 PROMPT = "床前明月光，"  # 记录好的例子：从这一句往下写
-SAMPLING = {"temperature": 0.8, "top_k": 20, "top_p": 0.95}  # 页面上控件的初始值
+SAMPLING = {"temperature": 0.8, "top_k": 20, "top_p": 0.95, "max_chars": 24}  # 页面上控件的初始值（写进模型文件）
 SEEDS = (0, 1, 2)
 
 
@@ -35,7 +35,7 @@ def compute():
     trained, config, tok = scratch.unpack_model(artifact("chapter20/scratch_block", "model"))
     model = playground.rounded(trained)  # 浏览器里跑的模型：权重舍入到 float16
     colors = [to_hex(c) for c in colormaps["Blues"].resampled(64)(range(64))]  # 与书里的注意力热力图同一套颜色
-    data = playground.export(trained, config, tok, colors)
+    data = playground.export(trained, config, tok, colors, page=SAMPLING)
 
     with playground.run_js(playground.SCRIPT, data) as js:
         rows, close, same_ids = playground.check(js, model, tok, INPUTS)
@@ -81,4 +81,5 @@ def compute():
         "temperature": Value(SAMPLING["temperature"], ".1f"),
         "top_k": Value(SAMPLING["top_k"], "d"),
         "top_p": Value(SAMPLING["top_p"], ".2f"),
+        "max_chars": Value(SAMPLING["max_chars"], "d"),
     }

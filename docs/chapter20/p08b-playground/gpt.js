@@ -5,10 +5,12 @@
 // 层归一化、前馈网络、残差）→ 最后的层归一化 → 输出层。
 //
 // 张量都是一维的 Float64Array，按行存放：形状 (T, d) 的矩阵，第 t 行第 j 列在 [t * d + j]。
-// 权重沿用 PyTorch 的形状：线性层的 W 是 (输出维数, 输入维数)，算的是 x Wᵀ + b。
+// 权重沿用 PyTorch 的形状：线性层存的 weight（下面写作 W）是 (输出维数, 输入维数)，算的是 x Wᵀ + b；
+// 这个 W 是书里公式中那个矩阵的转置（书里写 xW^Q，这里存的是 (W^Q)ᵀ）。
 //
 // 每次构建都在 V8 里运行这个文件，对着 PyTorch 核对 logits 和每个注意力权重
-// （transformer_book/chapter20/playground.py）：差过 1e-4，构建就失败。
+// （transformer_book/chapter20/playground.py；PyTorch 那边用的是权重同样舍入到 float16 的同一个模型）：
+// 差过 1e-4，构建就失败。
 (function (root) {
   "use strict";
 
@@ -53,7 +55,8 @@
     });
     var index = {};  // 字 → 编号（不含 <pad>、<unk> 这两个特殊词元）
     header.vocab.forEach(function (ch, i) { if (i >= header.config.specials) index[ch] = i; });
-    return {config: header.config, vocab: header.vocab, index: index, t: t, colors: header.colors || []};
+    return {config: header.config, vocab: header.vocab, index: index, t: t, colors: header.colors || [],
+            page: header.page || {}};
   }
 
   // ---- 基本运算 ------------------------------------------------------------------------------------
@@ -71,7 +74,7 @@
     return y;
   }
 
-  // 层归一化：每个位置的 d 个数减去均值、除以标准差（方差除以 d，加 ε = 1e-5），再乘 γ、加 β
+  // 层归一化：每个位置的 d 个数减去均值、除以 √(方差 + ε)（方差除以 d，不是 d − 1；ε = 1e-5），再乘 γ、加 β
   function layerNorm(x, T, d, gamma, beta) {
     var y = new Float64Array(T * d);
     for (var t = 0; t < T; t++) {
@@ -92,7 +95,8 @@
     return s * (1 - poly * Math.exp(-a * a));
   }
 
-  // GELU（PyTorch nn.GELU() 的精确形式）：x · Φ(x) = x / 2 · (1 + erf(x / √2))
+  // GELU（PyTorch nn.GELU() 默认的 erf 形式，不是 tanh 近似）：x · Φ(x) = x / 2 · (1 + erf(x / √2))；
+  // erf 用上面的近似公式算
   function gelu(x) {
     return 0.5 * x * (1 + erf(x / Math.SQRT2));
   }
@@ -119,7 +123,7 @@
     var w = new Float64Array(T * T), out = new Float64Array(T * dh), scale = Math.sqrt(dh);
     for (var t = 0; t < T; t++) {
       var max = -Infinity, sum = 0, s, j;
-      for (s = 0; s <= t; s++) {  // s > t 是后文：分数记为 −∞，softmax 之后恰好是 0
+      for (s = 0; s <= t; s++) {  // 只算 s ≤ t：s > t 是后文，权重留作 0（PyTorch 把分数记为 −∞，softmax 之后也恰好是 0）
         var dot = 0;
         for (j = 0; j < dh; j++) dot += q[t * dh + j] * k[s * dh + j];
         w[t * T + s] = dot / scale;
@@ -180,7 +184,7 @@
   // ---- 读者打的字 → 编号 ---------------------------------------------------------------------------
 
   // 开头加一个换行（训练文本里每首诗都从换行之后开始）；词表里没有的字去掉并列出；
-  // 超过上下文窗口时只留最后 context 个编号。
+  // 超过上下文窗口时只留最后 context 个编号（开头的换行最先被截掉；cut 是截掉了几个，换行也算在内）。
   function prepare(m, text) {
     var chars = Array.from(text), ids = [m.index["\n"]], missing = [];
     chars.forEach(function (ch) {
@@ -220,30 +224,31 @@
     return order.sort(function (a, b) { return p[b] - p[a] || a - b; });
   }
 
-  // 抽一个字：留前 topK 个（0 = 全留），再留累计概率刚到 topP 的最短前缀，归一化，用 u 选出一个
+  // 抽一个字，与书中 transformer.next_token_distribution 的顺序相同：留前 topK 个（0 = 全留），在它们里面重新
+  // 归一化；再按概率从大到小留下最短的一段，使累计概率刚到 topP（排第一的总会留下）；把留下的归一化，用 u 选出一个
   function choose(m, logits, u, temperature, topK, topP) {
-    var p = probabilities(m, logits, temperature), order = ranked(p), kept = [], total = 0, i;
+    var p = probabilities(m, logits, temperature), order = ranked(p), kept = [], mass = 0, cum = 0, total = 0, acc = 0, i;
     if (topK > 0) order = order.slice(0, topK);
-    for (i = 0; i < order.length && p[order[i]] > 0; i++) {  // 概率为 0 的（特殊词元）不留
+    order = order.filter(function (j) { return p[j] > 0; });  // 概率为 0 的（特殊词元）不留
+    for (i = 0; i < order.length; i++) mass += p[order[i]];
+    for (i = 0; i < order.length && (i === 0 || cum < topP); i++) {
       kept.push(order[i]);
-      total += p[order[i]];
-      if (total >= topP) break;
+      cum += p[order[i]] / mass;
     }
-    var mass = 0, acc = 0;
-    for (i = 0; i < kept.length; i++) mass += p[kept[i]];
+    for (i = 0; i < kept.length; i++) total += p[kept[i]];
     for (i = 0; i < kept.length; i++) {
-      acc += p[kept[i]] / mass;
+      acc += p[kept[i]] / total;
       if (u < acc) return kept[i];
     }
     return kept[kept.length - 1];
   }
 
-  // 续写：一次一个字，写到换行或 max_chars 个字为止
+  // 续写：一次一个字，写到换行（换行不写进结果）或 max_chars 个字为止。
+  // options：temperature（> 0）、top_k（0 = 不限）、top_p（1 = 不限）、seed、max_chars，都要给出。
   function generate(m, text, options) {
-    var o = options || {}, temperature = o.temperature || 1, topK = o.top_k || 0, topP = o.top_p || 1;
-    var rand = mulberry32(o.seed || 0), ids = prepare(m, text).ids, out = [], newline = m.index["\n"];
-    for (var n = 0; n < (o.max_chars || 24); n++) {
-      var next = choose(m, forward(m, ids.slice(-m.config.context), false).logits, rand(), temperature, topK, topP);
+    var o = options, rand = mulberry32(o.seed), ids = prepare(m, text).ids, out = [], newline = m.index["\n"];
+    for (var n = 0; n < o.max_chars; n++) {
+      var next = choose(m, forward(m, ids.slice(-m.config.context), false).logits, rand(), o.temperature, o.top_k, o.top_p);
       if (next === newline) break;
       out.push(m.vocab[next]);
       ids.push(next);

@@ -3,8 +3,6 @@
 (function () {
   "use strict";
 
-  var MAX_CHARS = 24;  // 一次续写最多几个字
-
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -16,7 +14,7 @@
 
   function percent(p) { return (100 * p).toFixed(1) + "%"; }
 
-  // 一个带标签的控件：滑块或数字框，44 px 高，标签上写着当前的值
+  // 一个带标签的控件：滑块或数字框（至少 44 px 高，见 book.css）；滑块的当前值写在标签上
   function control(form, id, label, attrs) {
     var row = el("div", "book-pg-control");
     var lab = el("label", null, label);
@@ -38,9 +36,7 @@
   }
 
   function setup(root) {
-    var link = document.querySelector("a[data-book-file='" + root.dataset.model + "']");
-    if (!link || !window.BookGPT) return;
-    var defaults = JSON.parse(root.dataset.defaults || "{}");
+    if (!window.BookGPT) return;
     root.textContent = "";
     root.classList.add("book-pg-ready");
 
@@ -74,9 +70,9 @@
 
     var genTitle = el("h3", "book-pg-h", "续写");
     var form = el("form", "book-pg-form");
-    var temperature = control(form, "book-pg-temperature", "温度", {type: "range", min: "0.1", max: "2", step: "0.1", value: String(defaults.temperature || 1)});
-    var topK = control(form, "book-pg-topk", "top-k（0 = 不限）", {type: "range", min: "0", max: "100", step: "1", value: String(defaults.top_k || 0)});
-    var topP = control(form, "book-pg-topp", "top-p", {type: "range", min: "0.05", max: "1", step: "0.05", value: String(defaults.top_p || 1)});
+    var temperature = control(form, "book-pg-temperature", "温度", {type: "range", min: "0.1", max: "2", step: "0.1", value: "1"});
+    var topK = control(form, "book-pg-topk", "top-k（0 = 不限）", {type: "range", min: "0", max: "100", step: "1", value: "0"});
+    var topP = control(form, "book-pg-topp", "top-p", {type: "range", min: "0.05", max: "1", step: "0.05", value: "1"});
     var seed = control(form, "book-pg-seed", "种子", {type: "number", min: "0", max: "999999", step: "1", value: "0", inputmode: "numeric"});
     var go = el("button", "md-button md-button--primary book-pg-go", "续写");
     go.type = "submit";
@@ -89,6 +85,9 @@
     });
 
     var model = null, timer = 0, shownHead = 0;
+    var empty = "框里还没有字：下面是一首诗开头第一个字的分布。可以从「" + (root.dataset.prompt || "床前明月光，") + "」开始。";
+    notes.textContent = empty;  // 模型到来之前就占好位置：那时页面不会跳
+    showNext(null);
 
     function prediction() {
       var text = box.value, p = BookGPT.prepare(model, text), parts = [];
@@ -97,8 +96,8 @@
           return "「" + c + "」";
         }).join(""));
       }
-      if (p.cut) parts.push("超出了模型一次能看的 " + model.config.context + " 个字：只送进最后 " + model.config.context + " 个（开头的换行算一个），前面 " + p.cut + " 个没有送进去。");
-      if (!Array.from(text).length) parts.push("框里还没有字：下面是一首诗开头第一个字的分布。可以从「" + (root.dataset.prompt || "床前明月光，") + "」开始。");
+      if (p.cut) parts.push("超出了模型一次能看的 " + model.config.context + " 个字：只送进最后 " + model.config.context + " 个，前面 " + p.cut + " 个（开头的换行算在内）没有送进去。");
+      if (!Array.from(text).length) parts.push(empty);
       notes.textContent = parts.join(" ");
       notes.hidden = !parts.length;
       var r = BookGPT.forward(model, p.ids, false), probs = BookGPT.probabilities(model, r.logits, 1);
@@ -118,13 +117,13 @@
       var thead = el("thead");
       thead.appendChild(head);
       next.appendChild(thead);
-      var body = el("tbody"), order = BookGPT.ranked(probs).slice(0, 10);
-      order.forEach(function (i) {
+      var body = el("tbody"), order = probs ? BookGPT.ranked(probs).slice(0, 10) : [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+      order.forEach(function (i) {  // 还没有模型（probs 为 null）时是十行占位的“—”
         var tr = el("tr");
-        tr.appendChild(el("td", "book-pg-char", visible(model.vocab[i])));
-        tr.appendChild(el("td", "book-pg-prob", percent(probs[i])));
+        tr.appendChild(el("td", "book-pg-char", probs ? visible(model.vocab[i]) : "—"));
+        tr.appendChild(el("td", "book-pg-prob", probs ? percent(probs[i]) : "—"));
         var bar = el("td", "book-pg-bar"), fill = el("span");
-        fill.style.width = Math.max(1, Math.round(100 * probs[i] / probs[order[0]])) + "%";
+        fill.style.width = probs ? Math.max(1, Math.round(100 * probs[i] / probs[order[0]])) + "%" : "0";
         bar.appendChild(fill);
         tr.appendChild(bar);
         body.appendChild(tr);
@@ -134,7 +133,7 @@
 
     function showAttention(ids, attention) {
       var T = ids.length, w = attention[shownHead], top = model.colors.length - 1, labels = [];
-      for (var t = 0; t < T; t++) labels.push((t + 1) + " " + visible(model.vocab[ids[t]]));
+      for (var t = 0; t < T; t++) labels.push(t + " " + visible(model.vocab[ids[t]]));  // 位置从 0 数起
       var values = [], shades = [];
       for (var r = 0; r < T; r++) {
         var vr = [], sr = [];
@@ -147,7 +146,7 @@
       }
       var title = "头 " + (shownHead + 1) + " 的注意力权重";
       window.bookHeatmap.build(panel, {
-        title: title, row_name: "查询（正在预测的位置）", col_name: "键（被看的字）", rows: labels, cols: labels,
+        title: title, row_name: "查询（在猜下一个字的位置）", col_name: "键（被看的字）", rows: labels, cols: labels,
         colors: model.colors, values: values, shades: shades, low: "0.00", high: "1.00"
       }, title);
     }
@@ -164,7 +163,7 @@
       if (!model) return;
       var s = Math.max(0, Math.floor(+seed.value || 0));
       var out = BookGPT.generate(model, box.value, {
-        temperature: +temperature.value, top_k: +topK.value, top_p: +topP.value, seed: s, max_chars: MAX_CHARS
+        temperature: +temperature.value, top_k: +topK.value, top_p: +topP.value, seed: s, max_chars: model.page.max_chars
       });
       written.textContent = "";
       written.appendChild(el("span", "book-pg-prompt", box.value));
@@ -172,6 +171,15 @@
     });
 
     function start() {
+      if (document.readyState === "loading") {  // 下载链接在界面后面，页面读完才找得到它
+        document.addEventListener("DOMContentLoaded", start);
+        return;
+      }
+      var link = document.querySelector("a[data-book-file='" + root.dataset.model + "']");
+      if (!link) {
+        status.textContent = "页面上没有模型文件的链接。下面“记录好的一例”是构建时算出的结果。";
+        return;
+      }
       fetch(link.href).then(function (r) {
         if (!r.ok) throw new Error("HTTP " + r.status);
         return r.arrayBuffer();
@@ -182,14 +190,21 @@
           opt.value = i;
           headSelect.appendChild(opt);
         }
-        status.textContent = "模型已载入（" + model.vocab.length.toLocaleString("zh-CN") + " 个词元）。打字，下面随着变。";
+        // 控件的初始值写在模型文件里（构建时核对续写用的就是它们）
+        [[temperature, "temperature"], [topK, "top_k"], [topP, "top_p"]].forEach(function (c) {
+          if (model.page[c[1]] !== undefined) {
+            c[0].value = String(model.page[c[1]]);
+            c[0].dispatchEvent(new Event("input"));
+          }
+        });
+        status.textContent = "模型已载入：打字，下面随着变。";
         prediction();
       }).catch(function (err) {
         status.textContent = "模型没能载入（" + err.message + "）。下面“记录好的一例”是构建时算出的结果。";
       });
     }
 
-    // 读者来到这一部分时才下载模型（大约 1 MB）
+    // 读者来到这一部分时才下载模型（不到 1 MB）
     if ("IntersectionObserver" in window) {
       var seen = new IntersectionObserver(function (entries) {
         if (entries.some(function (e) { return e.isIntersecting; })) { seen.disconnect(); start(); }
@@ -206,7 +221,9 @@
     });
   }
 
-  // 页面上的脚本在 explore.js（热图）之前运行：等整页的脚本都运行完再开始。
-  if (document.readyState === "loading" || !window.bookHeatmap) document.addEventListener("DOMContentLoaded", init);
-  else init();
+  // 这个脚本紧跟在 .book-playground 之后、不延后运行：页面第一次画出来之前，界面就已搭好、占好了位置
+  // （否则界面换下那一行提示时，下面的文字整块往下跳）。热图要用的 explore.js 这时还没运行，
+  // 但只有模型下载完、算出结果时才用到它。
+  init();
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
 })();

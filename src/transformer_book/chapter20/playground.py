@@ -12,11 +12,12 @@
 4. :func:`sample` 是页面抽样方法的 Python 版本（同一个伪随机数发生器、同样的温度、top-k、top-p）：
    给定种子，两边续写出的字应当一样。
 
-为什么界是 10⁻⁴：PyTorch 用 float32 计算（每次运算的相对舍入误差约 6 × 10⁻⁸），JavaScript 的数是 float64；
-几十到几百项相加之后，两边的 logits 只会在 10⁻⁶ 量级上不同。把 √d_h 的缩放、掩码、层归一化的 ε
-这样的任何一处写错，差别都在 10⁻² 以上。10⁻⁴ 离舍入误差有两个数量级的余地，离真正的错误也有两个
-数量级；页面上显示的概率只到 0.1%、注意力权重只到 0.01，这个界也保证显示出来的数字与 PyTorch 的一致
-（恰好落在舍入边界上的除外）。
+为什么界是 10⁻⁴：两边用的是同样舍入过的权重，只差在算法上——PyTorch 用 float32 计算（每次运算的相对
+舍入误差约 6 × 10⁻⁸），JavaScript 的数是 float64，``gpt.js`` 的 GELU 里的 erf 用的是一个误差不超过 1.5 × 10⁻⁷
+的近似公式。几十到几百项相加之后，这些只让两边在远小于 10⁻⁴ 的量级上不同（构建记下每段输入上的最大差）。
+而真写错的一处，比如去掉注意力分数的 ÷ √d_h（构建时真的运行一份这样改坏的 ``gpt.js``，记下它的差），
+差别要大得多。页面上的概率只显示到 0.1%、注意力权重只显示到 0.01，这个界也保证显示出来的数字与 PyTorch 的
+一致（恰好落在舍入边界上的除外）。只让结果差一点点的错（比如层归一化的 ε 写错），这个界未必抓得住。
 """
 
 from __future__ import annotations
@@ -55,10 +56,12 @@ def rounded(model: BlockLM) -> BlockLM:
     return copy.eval()
 
 
-def export(model: BlockLM, config: ScratchConfig, tokenizer: CharTokenizer, colors: Sequence[str] = ()) -> bytes:
+def export(model: BlockLM, config: ScratchConfig, tokenizer: CharTokenizer, colors: Sequence[str] = (),
+           page: dict[str, Any] | None = None) -> bytes:
     """模型写成一个文件：4 个字节（小端 uint32）的文件头长度 n，n 个字节的文件头（UTF-8 的 JSON：格式名、设置、
-    词表、每个张量的名字和形状，以及页面画热力图用的颜色），然后是每个张量的 float16（小端），按文件头的顺序
-    首尾相接。文件头补空格到偶数长度，float16 从偶数字节开始。"""
+    词表、每个张量的名字和形状，页面画热力图用的颜色，以及页面控件的初始值 ``page``：温度、top-k、top-p、
+    一次续写几个字），然后是每个张量的 float16（小端），按文件头的顺序首尾相接。文件头补空格到偶数长度，
+    float16 从偶数字节开始。"""
     state = model.state_dict()
     header = {
         "format": FORMAT,
@@ -67,6 +70,7 @@ def export(model: BlockLM, config: ScratchConfig, tokenizer: CharTokenizer, colo
         "vocab": list(tokenizer.vocab),
         "tensors": [[name, list(t.shape)] for name, t in state.items()],
         "colors": list(colors),
+        "page": dict(page or {}),
     }
     head = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     head += b" " * (len(head) % 2)
@@ -260,8 +264,9 @@ def mulberry32(seed: int):
 
 
 def choose(logits: np.ndarray, u: float, temperature: float, top_k: int, top_p: float, specials: int) -> int:
-    """由最后一个位置的 logits 抽一个字：去掉特殊词元，除以温度，softmax，按概率从大到小排（一样大的编号小的
-    在前），留前 ``top_k`` 个（0 = 全留），再留累计概率刚到 ``top_p`` 的最短前缀，归一化后用 ``u`` 选出一个。"""
+    """由最后一个位置的 logits 抽一个字（页面的 ``choose``，顺序与 :func:`transformer_book.transformer.next_token_distribution`
+    相同）：去掉特殊词元，除以温度，softmax，按概率从大到小排（一样大的编号小的在前）；留前 ``top_k`` 个（0 = 全留），
+    在它们里面重新归一化；再留下累计概率刚到 ``top_p`` 的最短前缀（排第一的总会留下）；归一化后用 ``u`` 选出一个。"""
     z = np.array(logits, dtype=np.float64) / temperature
     z[:specials] = -np.inf
     p = np.exp(z - z.max())
@@ -269,25 +274,25 @@ def choose(logits: np.ndarray, u: float, temperature: float, top_k: int, top_p: 
     order = sorted(range(len(p)), key=lambda i: (-p[i], i))
     if top_k > 0:
         order = order[:top_k]
-    kept, total = [], 0.0
+    order = [i for i in order if p[i] > 0]  # 概率为 0 的（特殊词元）不留
+    mass = sum(p[i] for i in order)
+    kept, cum = [], 0.0
     for i in order:
-        if p[i] == 0:  # 概率为 0 的（特殊词元）不留
+        if kept and cum >= top_p:
             break
         kept.append(i)
-        total += p[i]
-        if total >= top_p:
-            break
-    mass = sum(p[i] for i in kept)
+        cum += p[i] / mass
+    total = sum(p[i] for i in kept)
     acc = 0.0
     for i in kept:
-        acc += p[i] / mass
+        acc += p[i] / total
         if u < acc:
             return i
     return kept[-1]
 
 
-def sample(model: BlockLM, tokenizer: CharTokenizer, text: str, *, temperature: float = 1.0, top_k: int = 0,
-           top_p: float = 1.0, seed: int = 0, max_chars: int = 24) -> str:
+def sample(model: BlockLM, tokenizer: CharTokenizer, text: str, *, temperature: float, top_k: int, top_p: float,
+           seed: int, max_chars: int) -> str:
     """页面的续写方法，用 PyTorch 算 logits：一次一个字，写到换行或 ``max_chars`` 个字为止，返回续写的字。"""
     context = model.pos_emb.num_embeddings
     ids, _ = encode(tokenizer, text, 10**9)
