@@ -732,8 +732,10 @@ class SiteFile(Result):
     """A file the site serves beside the pages, for a page's own script to fetch (a trained model's weights),
     placed with ``{{ file snippet:key "caption" }}`` as a link to download it (its size and hash beside it).
     The engine writes it as ``assets/generated/<snippet>/<key>.<suffix>``; the cache keeps its bytes, the record
-    its sha256 and size. ``kind`` is the kind of what the bytes hold: ``trained`` for weights (their hash moves
-    with the arithmetic, like a sampled text: calibration finds it unbanded and the claims check it)."""
+    its sha256 and size. ``kind`` is the kind of what the bytes hold: ``trained`` for weights — their hash moves
+    with the arithmetic, like a sampled text, so calibration sees it as a discrete result (measured like any
+    trained series: on another machine it is not compared, the snippet's claims are checked instead); the size
+    is exact whatever the kind (the shapes and the header fix it)."""
 
     data: bytes
     suffix: str = "bin"
@@ -741,7 +743,6 @@ class SiteFile(Result):
     kind: str = EXACT
     type_name = "file"
     word = "文件"
-    banded = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.data, (bytes, bytearray)):
@@ -757,7 +758,7 @@ class SiteFile(Result):
 
     def numbers(self, key: str) -> Iterator[Number]:
         yield Number(f"{key}.sha256", self.sha256, self.kind, f"{key}.sha256")
-        yield Number(f"{key}.bytes", len(self.data), self.kind, f"{key}.bytes")
+        yield Number(f"{key}.bytes", len(self.data), EXACT, f"{key}.bytes")
 
     @classmethod
     def numbers_of_record(cls, key: str, rec: dict[str, Any]) -> dict[str, Number]:
@@ -765,7 +766,7 @@ class SiteFile(Result):
             return {n.path: n for n in cls.from_data(rec).numbers(key)}
         kind = rec.get("kind", EXACT)
         return {f"{key}.sha256": Number(f"{key}.sha256", rec["sha256"], kind, f"{key}.sha256"),
-                f"{key}.bytes": Number(f"{key}.bytes", rec["bytes"], kind, f"{key}.bytes")}
+                f"{key}.bytes": Number(f"{key}.bytes", rec["bytes"], EXACT, f"{key}.bytes")}
 
     def to_data(self) -> dict[str, Any]:
         import base64
