@@ -277,6 +277,11 @@ def test_a_file_result_is_served_beside_the_pages_linked_where_placed_recorded_b
     assert rec == {"type": "file", "kind": "exact", "suffix": "bin", "sha256": hashlib.sha256(data).hexdigest(),
                    "bytes": len(data)}
 
+    from transformer_book.book.results import SiteFile, from_data
+
+    shown = from_data(json.loads(json.dumps(SiteFile(data, kind="exact").notebook_record())))  # a page notebook's output
+    assert {n.path: n.value for n in shown.numbers("weights")} == {"weights.sha256": rec["sha256"], "weights.bytes": len(data)}
+
     write(tmp_path / "lib" / "knobs.py", "TAIL = b'!'\n")
     done = mkdocs_build(tmp_path, BOOK_CI="1")
     assert done.returncode != 0 and "weights.sha256" in output(done) and "weights.bytes" in output(done), output(done)

@@ -741,6 +741,9 @@ class SiteFile(Result):
     suffix: str = "bin"
     caption: str = ""
     kind: str = EXACT
+    # (sha256, size) of a file known only from its record (a page notebook's output carries the record's form,
+    # not a megabyte of base64): it is compared like the file itself, and cannot be served
+    known: tuple[str, int] | None = None
     type_name = "file"
     word = "文件"
 
@@ -754,11 +757,15 @@ class SiteFile(Result):
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.data).hexdigest()
+        return self.known[0] if self.known else hashlib.sha256(self.data).hexdigest()
+
+    @property
+    def size(self) -> int:
+        return self.known[1] if self.known else len(self.data)
 
     def numbers(self, key: str) -> Iterator[Number]:
         yield Number(f"{key}.sha256", self.sha256, self.kind, f"{key}.sha256")
-        yield Number(f"{key}.bytes", len(self.data), EXACT, f"{key}.bytes")
+        yield Number(f"{key}.bytes", self.size, EXACT, f"{key}.bytes")
 
     @classmethod
     def numbers_of_record(cls, key: str, rec: dict[str, Any]) -> dict[str, Number]:
@@ -775,28 +782,33 @@ class SiteFile(Result):
                 "base64": base64.b64encode(self.data).decode("ascii")}
 
     def to_record(self) -> dict[str, Any]:
-        return {"type": "file", "kind": self.kind, "suffix": self.suffix, "sha256": self.sha256, "bytes": len(self.data)}
+        return {"type": "file", "kind": self.kind, "suffix": self.suffix, "sha256": self.sha256, "bytes": self.size}
 
     @classmethod
     def from_data(cls, d: dict[str, Any]) -> "SiteFile":
+        """From a cache entry (the bytes, base64) or from a record (only the hash and size)."""
         import base64
 
+        if "base64" not in d:
+            return cls(b"", d.get("suffix", "bin"), d.get("caption", ""), d.get("kind", EXACT), (d["sha256"], int(d["bytes"])))
         return cls(base64.b64decode(d["base64"]), d.get("suffix", "bin"), d.get("caption", ""), d.get("kind", EXACT))
 
     def site_files(self) -> dict[str, bytes]:
+        if self.known:
+            raise ValueError("a file known only from its record has no bytes to serve")
         return {self.suffix: self.data}
 
     def render(self, renderer: Any, ref: Any, caption: str, badge: str) -> str:
         return renderer.site_file(ref, self, caption, badge)
 
     def terminal(self, key: str) -> str:
-        return f"\n{key}: file of {len(self.data):,} bytes (sha256 {self.sha256[:12]}…)"
+        return f"\n{key}: file of {self.size:,} bytes (sha256 {self.sha256[:12]}…)"
 
     def notebook(self, key: str, fmt: str | None, draw: Any) -> dict[str, Any]:
-        return {"text/plain": f"{key}：{len(self.data):,} 字节的文件（sha256 {self.sha256[:12]}…），网站上供下载"}
+        return {"text/plain": f"{key}：{self.size:,} 字节的文件（sha256 {self.sha256[:12]}…），网站上供下载"}
 
     def summary(self) -> str:
-        return f"{len(self.data):,} 字节，记录的是它的 sha256"
+        return f"{self.size:,} 字节，记录的是它的 sha256"
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,7 @@ class Renderer:
         url = self.page_url
         here = url if url.endswith("/") or not url else posixpath.dirname(url) + "/"
         rel = posixpath.relpath(f"{GENERATED}/{ref.snippet}/{ref.key}.{result.suffix}", here.rstrip("/") or ".")
-        size = f"{len(result.data) / 1024:,.0f} KB" if len(result.data) >= 1024 else f"{len(result.data)} 字节"
+        size = f"{result.size / 1024:,.0f} KB" if result.size >= 1024 else f"{result.size} 字节"
         label = caption or f"{ref.snippet}:{ref.key}"
         return (f'<p class="book-file" markdown="span"><a href="{_attr(rel)}" download '
                 f'data-book-file="{_attr(ref.snippet + ":" + ref.key)}">{label}</a>（{size}）{badge}</p>\n')
