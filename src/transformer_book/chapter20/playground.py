@@ -263,14 +263,19 @@ def mulberry32(seed: int):
     return next_value
 
 
+def probabilities(logits: np.ndarray, temperature: float, specials: int) -> np.ndarray:
+    """最后一个位置的 logits → 概率（页面的 ``probabilities``）：除以温度，特殊词元记为 0，softmax。"""
+    z = np.array(logits, dtype=np.float64) / temperature
+    z[:specials] = -np.inf
+    p = np.exp(z - z.max())
+    return p / p.sum()
+
+
 def choose(logits: np.ndarray, u: float, temperature: float, top_k: int, top_p: float, specials: int) -> int:
     """由最后一个位置的 logits 抽一个字（页面的 ``choose``，顺序与 :func:`transformer_book.transformer.next_token_distribution`
     相同）：去掉特殊词元，除以温度，softmax，按概率从大到小排（一样大的编号小的在前）；留前 ``top_k`` 个（0 = 全留），
     在它们里面重新归一化；再留下累计概率刚到 ``top_p`` 的最短前缀（排第一的总会留下）；归一化后用 ``u`` 选出一个。"""
-    z = np.array(logits, dtype=np.float64) / temperature
-    z[:specials] = -np.inf
-    p = np.exp(z - z.max())
-    p /= p.sum()
+    p = probabilities(logits, temperature, specials)
     order = sorted(range(len(p)), key=lambda i: (-p[i], i))
     if top_k > 0:
         order = order[:top_k]
@@ -300,7 +305,8 @@ def sample(model: BlockLM, tokenizer: CharTokenizer, text: str, *, temperature: 
     out = []
     newline = tokenizer.encode(START)[0]
     for _ in range(max_chars):
-        logits = torch_forward(model, ids[-context:])["logits"][-1]
+        with torch.no_grad():
+            logits = model(torch.tensor([ids[-context:]]))[0, -1].numpy()  # (V,)：只要最后一个位置的
         nxt = choose(logits, rand(), temperature, top_k, top_p, len(SPECIALS))
         if nxt == newline:
             break
@@ -311,10 +317,7 @@ def sample(model: BlockLM, tokenizer: CharTokenizer, text: str, *, temperature: 
 
 def top(logits: np.ndarray, tokenizer: CharTokenizer, n: int = 10) -> list[tuple[str, float]]:
     """最后一个位置最可能的 ``n`` 个字和它们的概率（温度 1，不算特殊词元）。"""
-    z = np.array(logits, dtype=np.float64)
-    z[: len(SPECIALS)] = -np.inf
-    p = np.exp(z - z.max())
-    p /= p.sum()
+    p = probabilities(logits, 1.0, len(SPECIALS))
     order = sorted(range(len(p)), key=lambda i: (-p[i], i))[:n]
     return [(tokenizer.vocab[i], float(p[i])) for i in order]
 

@@ -45,6 +45,13 @@ def anchor(snippet: str) -> str:
     return "src-" + snippet.replace("/", "-").replace("_", "-")
 
 
+def served_relative(target: str, page_url: str) -> str:
+    """``target`` (a path in the site) relative to where a page is served (``lecture07/s02-self-attention/``):
+    for links in raw HTML, which MkDocs does not rewrite."""
+    here = page_url if page_url.endswith("/") or not page_url else posixpath.dirname(page_url) + "/"
+    return posixpath.relpath(target, here.rstrip("/") or ".")
+
+
 def record_target(snippet: str) -> str:
     return f"{RECORDS}/{snippet}.record.json"
 
@@ -125,8 +132,7 @@ def describe(snippet: str, key: str, result: Result, record: records.Record | No
     out["recorded"] = recorded(record)
     out["source"] = "#" + anchor(snippet)
     if record is not None:
-        here = page_url if page_url.endswith("/") or not page_url else posixpath.dirname(page_url) + "/"
-        out["record"] = posixpath.relpath(record_target(snippet), here.rstrip("/") or ".")
+        out["record"] = served_relative(record_target(snippet), page_url)
     return out
 
 

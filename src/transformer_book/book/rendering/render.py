@@ -135,10 +135,7 @@ class Renderer:
     def site_file(self, ref: Ref, result: Any, caption: str, badge: str = "") -> str:
         """A file the site serves (:class:`.results.SiteFile`): a link to download it, with its size; a page's
         script finds it by ``data-book-file="<snippet>:<key>"``."""
-        # raw HTML: MkDocs does not rewrite its links, so the path is relative to where the page is served
-        url = self.page_url
-        here = url if url.endswith("/") or not url else posixpath.dirname(url) + "/"
-        rel = posixpath.relpath(f"{GENERATED}/{ref.snippet}/{ref.key}.{result.suffix}", here.rstrip("/") or ".")
+        rel = origin.served_relative(f"{GENERATED}/{ref.snippet}/{ref.key}.{result.suffix}", self.page_url)
         size = f"{result.size / 1024:,.0f} KB" if result.size >= 1024 else f"{result.size} 字节"
         label = caption or f"{ref.snippet}:{ref.key}"
         return (f'<p class="book-file" markdown="span"><a href="{_attr(rel)}" download '
