@@ -209,6 +209,22 @@ def unwrap_origins(markdown: str) -> str:
     return ORIGIN_SPAN.sub(r"\1", markdown)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread_in_the_test_process() -> Iterator[None]:
+    """The test process computes on one torch thread, as every snippet does (a test that means to compare
+    thread counts sets its own and restores this). Measured, not assumed: with torch's default of one thread
+    per core, every small operation in the test process is a parallel region that waits until both its threads
+    have a core — and beside the whole book's build both cores are taken, so each waits for the scheduler
+    (a 30-token generation test: 0.06 s alone, 10 s in the suite), while the waiting threads spin on a core the
+    build needs."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def one_torch_thread():
     """Training tests run on 1 thread, as the book's snippets do (tiny models are faster and reproducible)."""

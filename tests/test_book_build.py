@@ -114,6 +114,11 @@ def test_math_is_typeset_when_the_book_is_built(built_site: Path) -> None:
 
     assert (built_site / "assets" / "mathjax" / "tex-svg-full.js").stat().st_size > 1_000_000
     page = (built_site / "lecture07" / "s03-scaling" / "index.html").read_text(encoding="utf-8")
+    why = mathjax.unavailable()
+    if why:  # the README's pip-only set-up: the page must carry its TeX and load MathJax itself
+        assert 'class="arithmatex"' in page and "<mjx-container" not in page and not mathjax.typeset_already(page)
+        assert "tex-svg-full.js" in page and "MathJax =" in page
+        pytest.skip(f"the formulas are typeset in the reader's browser here, as they must be: {why}")
     assert 'class="arithmatex"' in page and "<mjx-container" in page
     assert mathjax.typeset_already(page), "raw TeX left in the page"
     assert "tex-svg-full.js" not in page and "MathJax =" not in page
