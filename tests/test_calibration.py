@@ -106,18 +106,23 @@ def test_a_claim_is_a_comparison_not_a_boolean() -> None:
     assert at_least(1.5, 1.5).holds and not above(1.5, 1.5).holds
 
 
-def test_a_comparison_reads_the_same_after_a_store_that_sorts_keys() -> None:
-    """The cache writes JSON with sorted keys; a comparison read back must still say which side is which."""
-    from transformer_book.book import less
-    from transformer_book.book.compare import Comparison
+def test_a_comparison_reads_the_same_after_the_cache_stores_it() -> None:
+    """A claim read back from its cache entry says its inputs in the order the snippet gave them (a warm build
+    shows the popover a fresh one shows): a threshold's value before its bound, either side of a comparison
+    first or second, and an equality's two sides (which nothing but the stored order can tell apart)."""
+    from transformer_book.book import Claim, equal, less
+    from transformer_book.book.storage.cache import Entry
 
     for made, text in ((below(5.96e-08, 1e-06, name="行和与 1 的最大差"), "行和与 1 的最大差 = 5.96e-08 < 1e-06"),
                        (at_least(2, 4, name="说话动作"), "说话动作 = 2 ≥ 4"),
                        (greater(rnn=4.43, gpt=4.819), "rnn = 4.43 > gpt = 4.819"),
                        (less(甲=1.0, 乙=2.0), "甲 = 1 < 乙 = 2"),
-                       (less(乙=1.0, 甲=2.0), "乙 = 1 < 甲 = 2")):
-        stored = json.loads(json.dumps(made.to_data(), ensure_ascii=False, sort_keys=True))
-        assert Comparison.from_data(stored).describe().startswith(text), made.describe()
+                       (less(乙=1.0, 甲=2.0), "乙 = 1 < 甲 = 2"),
+                       (equal(输出形状=[2, 6], 输入形状=[2, 6]), "输出形状 = [2, 6] == 输入形状 = [2, 6]")):
+        entry = Entry("k", "part/a", {}, {"c": Claim("一个说法", made)}, 0.0)
+        read = Entry.from_json(entry.to_json())
+        assert read is not None
+        assert read.results["c"].check.describe().startswith(text), made.describe()
 
 
 # ------------------------------------------------------------------------------------------------ whole loop

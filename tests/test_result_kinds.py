@@ -167,7 +167,7 @@ def test_a_claim_on_a_line_of_its_own_is_still_cited_inline() -> None:
 
 EVERY_KIND = '''
 from transformer_book.book import (Artifact, Bars, Block, Claim, Control, Explorable, Figure, Table, Text, Value,
-                                   at_least)
+                                   at_least, equal)
 from transformer_book.plotting import new_figure
 
 
@@ -184,6 +184,8 @@ def compute():
         "table": Table(columns=["x", "y"], rows=[[1, 0.5], [2, 0.25]], formats=["d", ".2f"]),
         "figure": Figure(fig, grid_labels=("查询", "键"), cell_format=".3f"),
         "claim": Claim("值不小于 1", at_least(1.25, 1.0, name="值")),
+        # named out of sorted order ("输入" < "输出"): the popover must say them as written, warm or fresh
+        "same": Claim("形状不变", equal(输出形状=[2, 3], 输入形状=[2, 3])),
         "block": Block("| 甲 | 乙 |\\n|---|---|\\n| 1 | 2 |", markdown=True, caption="一张小表"),
         "play": Explorable([Control("温度", [1, 2])], lambda t: {"w": [t * 0.25, t * 0.5], "note": f"t={t}"},
                            show=[Bars("w", ["甲", "乙"], title="权重", fmt=".2f"), Text("note", "标记")]),
@@ -193,7 +195,7 @@ def compute():
 
 EVERY_KIND_PAGE = """# 页
 
-值是 {{ a:value }}，实测 {{ a:measured }}。{{ claim a:claim }}
+值是 {{ a:value }}，实测 {{ a:measured }}。{{ claim a:claim }}形状不变。{{ claim a:same }}
 
 {{ table a:table "表 1　一张表" }}
 
@@ -235,7 +237,7 @@ def test_a_warm_build_gives_the_pages_and_records_of_the_fresh_build_byte_for_by
     differ = sorted(name for name in fresh if fresh[name] != warm[name])
     assert not differ, f"the warm build differs from the fresh one in {differ}"
     page = warm["site/part/page/index.html"].decode()
-    for shown in ("1.25", "表 1", "图 1", "一张小表", "图 2", "值不小于 1"):
+    for shown in ("1.25", "表 1", "图 1", "一张小表", "图 2", "值不小于 1", "输出形状 = &#91;2, 3&#93; == 输入形状"):
         assert shown in page, shown
 
 

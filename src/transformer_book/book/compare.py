@@ -133,24 +133,8 @@ class Comparison:
         if d.get("op") not in _OPS:
             raise ValueError(f"unknown comparison {d.get('op')!r}")
         margin = None if d.get("margin") is None else float(d["margin"])
-        return cls(d["op"], _in_order(d["op"], dict(d.get("inputs", {})), margin), bool(d["holds"]), margin,
+        return cls(d["op"], dict(d.get("inputs", {})), bool(d["holds"]), margin,
                    [cls.from_data(p) for p in d.get("parts", [])])
-
-
-def _in_order(op: str, inputs: dict[str, Any], margin: float | None) -> dict[str, Any]:
-    """The inputs in the order the builder gave them, which a store that sorts JSON keys (the cache) loses.
-
-    The order is not stored; it follows from the roles: a threshold's bound is ``界``; ``greater``'s margin is
-    first − second and ``less``'s second − first. Two equal values read the same either way round."""
-    if op in ("above", "at_least", "below", "at_most") and "界" in inputs:
-        return {**{k: v for k, v in inputs.items() if k != "界"}, "界": inputs["界"]}
-    if op in ("greater", "less") and len(inputs) == 2 and margin is not None:
-        (a, x), (b, y) = inputs.items()
-        if isinstance(x, (int, float)) and isinstance(y, (int, float)):
-            first_minus_second = margin if op == "greater" else -margin
-            if not math.isclose(x - y, first_minus_second, rel_tol=1e-9, abs_tol=1e-12):
-                return {b: y, a: x}
-    return inputs
 
 
 def _short(v: Any) -> str:
