@@ -143,6 +143,35 @@ def test_no_committed_band_is_as_wide_as_what_it_guards() -> None:
     assert not wide, "bands that cannot fail, or that an unseen machine breaks:\n" + "\n".join(wide)
 
 
+def test_every_recorded_comparison_names_its_inputs_in_the_order_its_snippet_gave() -> None:
+    """A record is read as it is written (no store reorders it any more): ``less(自由生成=2, 教师强制=7)`` must not
+    come back as "教师强制 = 7 < 自由生成 = 2" — a record once written from a key-sorted cache entry did. The margin
+    says the order: first − second for ``greater``, second − first for ``less``; a threshold's bound comes last."""
+    import math
+
+    from transformer_book.book.compare import Comparison
+
+    turned, checked = [], 0
+    for path in sorted((ROOT / "snippets").rglob("*.record.json")):
+        for key, rec in json.loads(path.read_text(encoding="utf-8"))["results"].items():
+            if rec.get("type") != "claim":
+                continue
+            for _, atom in Comparison.from_data(rec["check"]).atoms():
+                names, values = list(atom.inputs), list(atom.inputs.values())
+                if atom.op in ("greater", "less") and atom.margin is not None and len(values) == 2 \
+                        and all(isinstance(v, (int, float)) for v in values):
+                    checked += 1
+                    first_minus_second = atom.margin if atom.op == "greater" else -atom.margin
+                    if not math.isclose(values[0] - values[1], first_minus_second, rel_tol=1e-9, abs_tol=1e-12):
+                        turned.append(f"{path.name}:{key}: {atom.describe()}")
+                elif atom.op in ("above", "at_least", "below", "at_most") and "界" in names:
+                    checked += 1
+                    if names[-1] != "界":
+                        turned.append(f"{path.name}:{key}: {atom.describe()}")
+    assert checked > 100
+    assert not turned, "recorded comparisons whose inputs read the wrong way round:\n" + "\n".join(turned)
+
+
 # ------------------------------------------------------------------------------------------------ wording
 
 @pytest.mark.parametrize("sentence, statement, opposite", [
