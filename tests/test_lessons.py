@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer_book.book import Claim, Value, every_seed, less
+from transformer_book.book import Value, every_seed, less
 from transformer_book.book.checking import wording
 from transformer_book.book.checking.calibrate import measure, too_wide, write
 from transformer_book.book.checking.records import Provenance, Record
