@@ -145,14 +145,20 @@ def test_no_committed_band_is_as_wide_as_what_it_guards() -> None:
 
 def test_every_recorded_comparison_names_its_inputs_in_the_order_its_snippet_gave() -> None:
     """A record is read as it is written (no store reorders it any more): ``less(自由生成=2, 教师强制=7)`` must not
-    come back as "教师强制 = 7 < 自由生成 = 2" — a record once written from a key-sorted cache entry did. The margin
-    says the order: first − second for ``greater``, second − first for ``less``; a threshold's bound comes last."""
+    come back as "教师强制 = 7 < 自由生成 = 2" — two records once written from key-sorted cache entries did. The margin
+    says the order: first − second for ``greater``, second − first for ``less``; a threshold's bound comes last; an
+    equality has no margin, so its two names are read against the ``equal(…)`` calls in the snippet's own source."""
+    import ast
     import math
 
     from transformer_book.book.compare import Comparison
 
     turned, checked = [], 0
     for path in sorted((ROOT / "snippets").rglob("*.record.json")):
+        code = path.with_name(path.name[:-len(".record.json")] + ".py")  # a notebook page's record has none
+        source = ast.parse(code.read_text(encoding="utf-8") if code.exists() else "")
+        written = {tuple(k.arg for k in call.keywords) for call in ast.walk(source) if isinstance(call, ast.Call)
+                   and getattr(call.func, "id", getattr(call.func, "attr", None)) == "equal"}
         for key, rec in json.loads(path.read_text(encoding="utf-8"))["results"].items():
             if rec.get("type") != "claim":
                 continue
@@ -167,6 +173,10 @@ def test_every_recorded_comparison_names_its_inputs_in_the_order_its_snippet_gav
                 elif atom.op in ("above", "at_least", "below", "at_most") and "界" in names:
                     checked += 1
                     if names[-1] != "界":
+                        turned.append(f"{path.name}:{key}: {atom.describe()}")
+                elif atom.op == "equal" and (tuple(names) in written or tuple(reversed(names)) in written):
+                    checked += 1
+                    if tuple(names) not in written:
                         turned.append(f"{path.name}:{key}: {atom.describe()}")
     assert checked > 100
     assert not turned, "recorded comparisons whose inputs read the wrong way round:\n" + "\n".join(turned)
