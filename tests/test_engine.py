@@ -258,6 +258,28 @@ def test_accept_rewrites_records_and_prints_old_to_new(project: Path) -> None:
     assert mkdocs_build(project, BOOK_CI="1").returncode == 0
 
 
+def test_accept_rewrites_a_record_that_holds_a_claims_inputs_in_another_order(project: Path) -> None:
+    """Two mappings in different orders compare equal, but a claim is shown in its stored order: a record holding
+    ``equal(省下的=…, Vd=…)`` as {Vd, 省下的} (written once from a key-sorted cache) is put back by ``accept``."""
+    write(project / "snippets" / "part" / "b.py", """
+        from transformer_book.book import Claim, Value, equal
+
+
+        def compute():
+            return {"other": Value(7.0, ".1f"), "same": Claim("省下的恰好是 V·d", equal(省下的=1920, Vd=1920))}
+    """)
+    accept = [sys.executable, "-m", "transformer_book", "accept", "part/b"]
+    first = subprocess.run(accept, cwd=project, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    path = project / "snippets" / "part" / "b.record.json"
+    written = path.read_text(encoding="utf-8")
+    turned = written.replace('"省下的": 1920,\n          "Vd": 1920', '"Vd": 1920,\n          "省下的": 1920')
+    assert turned != written
+    path.write_text(turned, encoding="utf-8")
+    done = subprocess.run(accept, cwd=project, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert path.read_text(encoding="utf-8").split('"results"')[1] == written.split('"results"')[1]
+
 # -- errors with locations ----------------------------------------------------------------------------
 
 

@@ -377,7 +377,7 @@ class BookSession:
                 new = records.accept_keys(old, new, keys[sid])
                 diffs[sid] = [ch for ch in diffs[sid] if ch.result in keys[sid]]
             # also when only what is recorded *about* a result changed (a claim's comparison, a format)
-            if old is None or diffs[sid] or new.results != records.results(old):
+            if old is None or diffs[sid] or not records.results_as_written(old, new):
                 records.save(st.snippet.record_path, new)
         if only is None:
             for path in state.orphan_records:

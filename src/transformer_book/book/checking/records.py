@@ -330,6 +330,13 @@ def results(record: Record | None) -> dict[str, dict[str, Any]]:
     return record.results if record is not None else {}
 
 
+def results_as_written(record: Record | None, new: Record) -> bool:
+    """Whether ``new`` records the results exactly as ``record`` has them, order included: a claim's inputs are
+    shown in the order they are stored ("省下的参数 = … == Vd = …"), so a record that holds them in another order than
+    its snippet now gives them is rewritten, though the two compare equal as mappings."""
+    return dumps(results(record)) == dumps(new.results)
+
+
 def made_with(record: Record | None) -> Provenance:
     """The record's provenance: when, on what machine and with which library versions it was made."""
     return record.provenance if record is not None else Provenance({})
