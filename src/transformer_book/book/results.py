@@ -767,14 +767,6 @@ class SiteFile(Result):
         yield Number(f"{key}.sha256", self.sha256, self.kind, f"{key}.sha256")
         yield Number(f"{key}.bytes", self.size, EXACT, f"{key}.bytes")
 
-    @classmethod
-    def numbers_of_record(cls, key: str, rec: dict[str, Any]) -> dict[str, Number]:
-        if "sha256" not in rec:  # a cache entry: the bytes themselves
-            return {n.path: n for n in cls.from_data(rec).numbers(key)}
-        kind = rec.get("kind", EXACT)
-        return {f"{key}.sha256": Number(f"{key}.sha256", rec["sha256"], kind, f"{key}.sha256"),
-                f"{key}.bytes": Number(f"{key}.bytes", rec["bytes"], EXACT, f"{key}.bytes")}
-
     def to_data(self) -> dict[str, Any]:
         import base64
 
