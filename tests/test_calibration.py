@@ -125,6 +125,42 @@ def test_a_comparison_reads_the_same_after_the_cache_stores_it() -> None:
         assert read.results["c"].check.describe().startswith(text), made.describe()
 
 
+
+def test_a_noise_seed_nudges_exactly_as_its_one_parameter_at_a_time_definition() -> None:
+    """``BOOK_JITTER=<seed>`` is defined parameter by parameter (the draws that fitted the committed bands); the
+    nudge computes it all at once. Both on the same seed must leave the same bits — on a non-contiguous
+    parameter, a float64 one, signed zeros and a frozen one — or a recalibration would measure another ensemble."""
+    import torch
+    from torch import nn
+
+    from transformer_book.book.execution.worker import install_jitter
+
+    def by_definition(params: list[torch.Tensor], generator: torch.Generator) -> None:
+        for p in params:
+            up = torch.rand(p.shape, generator=generator) < 0.5
+            target = torch.where(up, torch.tensor(float("inf"), dtype=p.dtype), torch.tensor(float("-inf"), dtype=p.dtype))
+            p.copy_(torch.nextafter(p, target))
+
+    torch.manual_seed(0)
+    made = [torch.randn(4, 3).t(), torch.randn(5, dtype=torch.float64), torch.tensor([0.0, -0.0, 1e-45, -1e-45]),
+            torch.randn(2, 2, 3), torch.randn(7)]
+    mine = [nn.Parameter(t.clone(), requires_grad=i != 3) for i, t in enumerate(made)]
+    assert not mine[0].is_contiguous()
+    expected = [t.clone() for t in made]
+    optimizer = torch.optim.SGD([{"params": mine[:2]}, {"params": mine[2:]}], lr=0.0)  # no gradients: only the nudge moves them
+    handle = install_jitter(17)
+    try:
+        reference = torch.Generator().manual_seed(17)
+        for _ in range(3):
+            optimizer.step()
+            by_definition(expected, reference)
+    finally:
+        handle.remove()
+    for got, want, before in zip(mine, expected, made):
+        assert got.dtype == want.dtype and torch.equal(got.detach().view(torch.int64 if got.dtype == torch.float64 else torch.int32),
+                                                       want.view(torch.int64 if want.dtype == torch.float64 else torch.int32))
+        assert not torch.equal(got.detach(), before)
+
 # ------------------------------------------------------------------------------------------------ whole loop
 
 TRAINING = '''
