@@ -388,7 +388,7 @@ def write(record: records.Record, cal: SnippetCalibration, used: list[Perturbati
                   "unbanded_series": sum(1 for s in cal.series.values() if s.check != "band"),
                   "covered": covered, "trials": total},
         series={name: _series_entry(s) for name, s in sorted(cal.series.items())},
-        claims={key: _claim_entry(c, len(used)) for key, c in cal.claims.items()},
+        claims={key: _claim_entry(c) for key, c in cal.claims.items()},
     ))
 
 
@@ -406,7 +406,7 @@ def _series_entry(s: SeriesSpread) -> records.SeriesCalibration:
     return records.SeriesCalibration(s.spread, s.band(), s.check, why)
 
 
-def _claim_entry(c: ClaimSpread, runs: int) -> records.ClaimCalibration:
+def _claim_entry(c: ClaimSpread) -> records.ClaimCalibration:
     atoms = {path or "·": records.AtomCalibration(a.margin, a.spread, a.worst, f"{sum(a.held.values())}/{len(a.held)}")
              for path, a in c.atoms.items()}
     return records.ClaimCalibration(c.robust, atoms)
