@@ -37,8 +37,8 @@ def compute():
     shapes = Table(
         columns=["张量", "形状"],
         rows=[["词向量 $X$", " × ".join(map(str, x.shape))],
-              ["位置编码 $PE$（前 T 行）", " × ".join(map(str, pe.shape))],
-              ["相加之后 $X + PE$", " × ".join(map(str, summed.shape))]],
+              ["位置编码 $\\mathrm{PE}$（前 T 行）", " × ".join(map(str, pe.shape))],
+              ["相加之后 $X + \\mathrm{PE}$", " × ".join(map(str, summed.shape))]],
     )
     return {
         "matches_formula": Claim("表中每个数都与公式逐项相符（差别小于 10⁻⁶）", below(deviation, 1e-6, name="最大偏差")),

@@ -37,7 +37,7 @@ def compute():
         top = layout.top(len(boxes) - 1)[1]
         ax.text(x, top + 0.75, title, ha="center", va="bottom", fontsize=10)
         ax.text(x, top + 0.35, formula, ha="center", va="bottom", fontsize=9, color="#555555")
-    ax.text(5.0, -0.6, "（所有块之后再加一个层归一化）", ha="center", va="top", fontsize=8, color="#666666")
+    ax.text(5.0, -0.6, "（堆叠时，全部块的最上方再加一个层归一化）", ha="center", va="top", fontsize=8, color="#666666")
     ax.update_datalim([(-2.2, -1.0), (7.4, top + 1.2)])
     finish_diagram(ax)
     return {"figure": Figure(fig)}

@@ -138,7 +138,7 @@ class P08Config:
     Parameters
     ----------
     d_model, n_heads, n_layers : int
-        模型宽度 d、头数 h、块数 N。
+        模型宽度 d、头数 h、块数（层数）L。
     context : int
         上下文窗口 T（也是模型的 max_len）。
     pos : str
