@@ -475,6 +475,28 @@ def test_accept_with_keep_requirements_reruns_only_the_consumer(project: Path) -
     assert statuses(state) == {"part/train": "ran", "part/use": "ran"}, "without it, accept reruns the closure"
 
 
+def test_accept_leaves_a_requirements_record_alone_unless_it_drifted(project: Path) -> None:
+    """Accepting a consumer reruns its producer; the producer's record changes only if its results drifted
+    beyond their tolerance (and then the change is listed), never for bits inside it while saying "unchanged"."""
+    write(project / "snippets" / "part" / "train.py", PRODUCER)
+    write(project / "snippets" / "part" / "use.py", CONSUMER)
+    s = session(project)
+    s.build(Options())
+    producer = project / "snippets" / "part" / "train.record.json"
+    consumer = project / "snippets" / "part" / "use.record.json"
+    before = producer.read_text(encoding="utf-8")
+    (project / "lib" / "helper_a.py").write_text(f"VALUE = {1.5 * (1 + 1e-9)!r}\n", encoding="utf-8")  # inside rel 1e-6
+    _, diffs = s.accept(["part/use"])
+    assert diffs["part/train"] == [] and diffs["part/use"] == []
+    assert producer.read_text(encoding="utf-8") == before, "a requirement inside its tolerance keeps its record"
+    assert json.loads(consumer.read_text(encoding="utf-8"))["results"]["total"]["value"] == sum([1.5 * (1 + 1e-9)] * 3)
+
+    (project / "lib" / "helper_a.py").write_text("VALUE = 2.0\n", encoding="utf-8")  # beyond it
+    _, diffs = s.accept(["part/use"])
+    assert [c.result for c in diffs["part/train"]] == ["trained_value"]
+    assert json.loads(producer.read_text(encoding="utf-8"))["results"]["trained_value"]["value"] == 2.0
+
+
 def test_accept_rewrites_a_record_when_only_a_claims_comparison_changed(project: Path) -> None:
     """Same statement, another bound: the record must carry the comparison the build now checks."""
     claim = '''

@@ -376,8 +376,12 @@ class BookSession:
                                      + ", ".join(new.results))
                 new = records.accept_keys(old, new, keys[sid])
                 diffs[sid] = [ch for ch in diffs[sid] if ch.result in keys[sid]]
-            # also when only what is recorded *about* a result changed (a claim's comparison, a format)
-            if old is None or diffs[sid] or not records.results_as_written(old, new):
+            # also when only what is recorded *about* a result changed (a claim's comparison, a format) — for the
+            # snippets named. A requirement rerun only to feed them keeps its record unless it drifted: rewritten
+            # for bits inside its tolerance, it was reported "unchanged" yet its numbers moved (and a second
+            # record of the same training, the P08 notebook's, no longer equalled it).
+            named = only is None or sid in only
+            if old is None or diffs[sid] or (named and not records.results_as_written(old, new)):
                 records.save(st.snippet.record_path, new)
         if only is None:
             for path in state.orphan_records:
