@@ -257,3 +257,15 @@ def test_kv_cache_timing_runs_on_one_thread_whatever_the_build_uses(monkeypatch:
         assert seen == [1, 1] and torch.get_num_threads() == 2  # restored afterwards
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_stripe_counts_only_rows_where_even_attention_would_stay_under_the_threshold() -> None:
+    """Uniform causal attention gives rows 1–3 shares of 1/2, 1/3, 1/4 — at least 0.25 without any head singling a
+    column out: no stripe. A column that every row gives 0.5 is counted from row 4 on (rows 4 … T−1)."""
+    T = 10
+    uniform = torch.ones(T, T).tril()
+    uniform = uniform / uniform.sum(-1, keepdim=True)
+    assert all(n == 0 for _, n in analysis.attention_stripes(uniform, 0.25))
+    striped = uniform.clone()
+    striped[1:, 0] = 0.5
+    assert analysis.attention_stripes(striped, 0.25)[0] == (0, T - 4)

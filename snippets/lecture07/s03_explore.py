@@ -34,7 +34,7 @@ def compute():
     explore = Explorable(
         [Control("dₖ", D_KS, default=64), Control("点积", [True, False], labels=["除以 √dₖ", "不除"])],
         state,
-        show=[Bars("weights", [f"键 {i}" for i in range(N_KEYS)], title="这一次抽样：10 个键分到的权重", scale=1.0),
+        show=[Bars("weights", [f"键 {i}" for i in range(1, N_KEYS + 1)], title="这一次抽样：10 个键分到的权重", scale=1.0),
               Text("scores_std", "这 10 个分数的标准差", ".2f"),
               Text("max_weight", "其中最大的权重", ".3f"),
               Text("average_max_weight", "2000 次试验里最大权重的平均", ".3f")],

@@ -173,11 +173,14 @@ def attention_statistics(model: TransformerLM, x: torch.Tensor, marked: torch.Te
 def attention_stripes(weights: torch.Tensor, threshold: float = 0.25) -> list[tuple[int, int]]:
     """热力图里的“竖条”：每一列有多少个*后面的*位置分给它至少 ``threshold`` 的权重。
 
+    只数平均分配时每格也不到 ``threshold`` 的那些行（位置 t 看得见 t + 1 个位置，平均每格 1/(t+1)）：开头几行
+    只看得见几个位置，就算平均分配也超过门槛，算不上竖条。
     weights: (T, T)，一个头在一句话上的注意力权重。返回 [(列, 个数), …]，按个数从多到少排（个数相同按列序）；
     最后一列后面没有位置，不计入。
     """
     T = weights.size(-1)
-    counts = [int((weights[c + 1:, c] >= threshold).sum()) for c in range(T - 1)]
+    first = math.floor(1 / threshold)  # 从这一行起，1/(t+1) < threshold
+    counts = [int((weights[max(c + 1, first):, c] >= threshold).sum()) for c in range(T - 1)]
     return sorted(enumerate(counts), key=lambda kv: (-kv[1], kv[0]))
 
 
