@@ -37,7 +37,7 @@ def compute():
     fig, ax = new_figure(width=6.0, height=3.6)
     ax.plot(LENGTHS, [score_matrix_entries(T) for T in LENGTHS], "o-", label="分数矩阵元素（一层、一个头）：T²")
     ax.plot(LENGTHS, [kv_cache_entries(T, d_model=config.d_model, layers=config.n_layers) for T in LENGTHS], "s--",
-            label="KV 缓存元素（P08 模型，全部层）：2·L·T·d")
+            label="KV 缓存元素（与 P08 同宽、同层数的模型，全部层）：2·L·T·d")
     ax.set(xscale="log", yscale="log", xlabel="序列长度 T", ylabel="元素个数")
     ax.legend()
 
@@ -48,7 +48,7 @@ def compute():
                                          all_of(*(equal(**{f"T{T}时读出": n, "公式": score_matrix_entries(T)})
                                                   for T, n in read.items()))),
 
-        "growth": Table(columns=["序列长度 $T$", "分数矩阵元素 $T^2$", "与上一行相比", "float32 存储（MiB）", "KV 缓存元素（P08 模型）"],
+        "growth": Table(columns=["序列长度 $T$", "分数矩阵元素 $T^2$", "与上一行相比", "float32 存储（MiB）", "KV 缓存元素（与 P08 同宽、同层数的模型）"],
                         rows=rows, formats=[",d", ",d", "", ",.2f", ",d"]),
         "figure": Figure(fig),
         "entries_4": Value(score_matrix_entries(4), ",d"),

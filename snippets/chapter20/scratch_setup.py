@@ -8,6 +8,7 @@ from transformer_book.chapter20 import p08, poems, scratch
 
 def compute():
     config, data, p08_data = scratch.ScratchConfig(), poems.prepare_poems(), p08.prepare_data()
+    p08_config = p08.P08Config()
     every = data.train_poems + data.val_poems
     return {
         "poems": Value(len(every), ",d"),
@@ -34,4 +35,5 @@ def compute():
         # 实践 P08 的语料（为什么这一篇不用它）：只读语料、建分词器，不训练
         "p08_train_chars": Value(len(p08_data.train_ids), ",d"),
         "p08_vocab_size": Value(p08_data.tokenizer.vocab_size, ",d"),
+        "p08_tokens_seen": Value(p08_config.steps * p08_config.batch_size * p08_config.context, ",d"),  # P08 训练时读过的字符
     }

@@ -76,7 +76,7 @@ def compute():
         ts = [t for t, (n, _) in by_prefix.items() if n >= MIN_ITEMS]
         ax_t.plot(ts, [by_prefix[t][1] for t in ts], style, markersize=3, label=f"可学习的位置嵌入，种子 {seed}")
     ax_t.axvspan(pos.longest_prefix + 0.5, pos.longest_input + 0.5, color="C3", alpha=0.15, zorder=0,
-                 label="主动词该出现的位置，训练中只放过主动词之后的词")
+                 label="预测主动词的位置：训练中读到它时，主动词就是它或已经出现")
     ax_t.set(xlabel="前缀长度（含 <s>）", ylabel="主谓一致准确率", ylim=(-0.03, 1.03))
     ax_t.legend(fontsize=7, loc="lower right")
 
