@@ -18,6 +18,14 @@ MEASURED = [4, 8, 1_000, 2_000]  # 这几个长度真的跑一次注意力，读
 BYTES_FLOAT32 = 4
 
 
+def storage(n_bytes):
+    """字节数写成读得出大小的样子：64 B、61.0 MiB（短序列的几十个字节不会显示成 0.00 MiB）。"""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n_bytes >= scale:
+            return f"{n_bytes / scale:,.1f} {unit}"
+    return f"{n_bytes} B"
+
+
 def compute():
     read = {}
     for T in MEASURED:
@@ -31,7 +39,7 @@ def compute():
         entries = score_matrix_entries(T)
         kv = kv_cache_entries(T, d_model=config.d_model, layers=config.n_layers)
         ratio = "—" if previous is None else f"{entries / score_matrix_entries(previous):g} 倍（长度 {T / previous:g} 倍）"
-        rows.append([T, entries, ratio, entries * BYTES_FLOAT32 / 2**20, kv])
+        rows.append([T, entries, ratio, storage(entries * BYTES_FLOAT32), kv])
         previous = T
 
     fig, ax = new_figure(width=6.0, height=3.6)
@@ -48,8 +56,8 @@ def compute():
                                          all_of(*(equal(**{f"T{T}时读出": n, "公式": score_matrix_entries(T)})
                                                   for T, n in read.items()))),
 
-        "growth": Table(columns=["序列长度 $T$", "分数矩阵元素 $T^2$", "与上一行相比", "float32 存储（MiB）", "KV 缓存元素（与 P08 同宽、同层数的模型）"],
-                        rows=rows, formats=[",d", ",d", "", ",.2f", ",d"]),
+        "growth": Table(columns=["序列长度 $T$", "分数矩阵元素 $T^2$", "与上一行相比", "float32 存储", "KV 缓存元素（与 P08 同宽、同层数的模型）"],
+                        rows=rows, formats=[",d", ",d", "", "", ",d"]),
         "figure": Figure(fig),
         "entries_4": Value(score_matrix_entries(4), ",d"),
         "entries_4000": Value(score_matrix_entries(4_000), ",d"),
@@ -58,4 +66,9 @@ def compute():
         "mib_4000": Value(score_matrix_entries(4_000) * BYTES_FLOAT32 / 2**20, ".0f"),
         "gib_128k": Value(score_matrix_entries(128_000) * BYTES_FLOAT32 / 2**30, ",.0f"),
         "p08_step_entries": Value(per_step, ",d"),
+        # 上面这个数用到的 P08 设置（正文写出它们时从这里取）
+        "p08_batch": Value(config.batch_size, "d"),
+        "p08_context": Value(config.context, "d"),
+        "p08_layers": Value(config.n_layers, "d"),
+        "p08_heads": Value(config.n_heads, "d"),
     }

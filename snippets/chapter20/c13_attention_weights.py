@@ -26,8 +26,8 @@ def stripe_description(w, layer):
         ranked = analysis.attention_stripes(w[0, head], STRIPE)
         best = [c for c, n in ranked if n == ranked[0][1]]
         cols = "、".join(f"「{LINE[c]}」" for c in best)
-        parts.append(f"头 {head + 1} 是 {cols}（{ranked[0][1]} 个位置）")
-    return f"第 {layer} 层" + "，".join(parts)
+        parts.append(f"头 {head + 1} 是{cols}（{ranked[0][1]} 个位置）")
+    return f"第 {layer} 层：" + "，".join(parts)
 
 
 def compute():
